@@ -1,0 +1,1 @@
+"""Everything that crosses a process boundary: wire models, runner identity and auth helpers."""

@@ -1,0 +1,52 @@
+"""The controller API's response bodies, shared with runnerctl so both sides agree on the shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from common.identity import RunnerIdentity
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ReportsAccepted(_Response):
+    accepted: int
+    new: list[int] = Field(description="sequence numbers stored for the first time")
+    duplicate: list[int] = Field(description="sequence numbers already stored; nothing written for them")
+
+
+class ResultsAccepted(_Response):
+    accepted: int
+    new: int
+    duplicate: int
+
+
+class ErrorBody(_Response):
+    detail: Any
+
+
+class Health(_Response):
+    health: str = "healthy"  # healthy | warning | suspect | sick
+    dimension: str | None = None
+    incident_id: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class RunnerView(_Response):
+    identity: RunnerIdentity
+    first_seen: str | None = None
+    last_seen: str | None = None
+    last_report_at: str | None = None
+    executions: int = 0
+    failures: int = 0
+    health: Health = Field(default_factory=Health)
+    cordon: dict[str, Any] | None = None
+    last_readings: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class RunnerList(_Response):
+    items: list[RunnerView]

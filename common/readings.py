@@ -1,0 +1,96 @@
+"""Typed health readings, one per agent check.
+
+A reading says what the check saw (raw numbers, so the controller can apply its own thresholds) and
+the agent's own condition for it: `ok`, `problem` or `unknown` with a CamelCase reason. `unknown` is
+never "sick": it means the check could not look.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Status(StrEnum):
+    ok = "ok"
+    problem = "problem"
+    unknown = "unknown"
+
+
+class _Reading(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Status = Status.ok
+    reason: str | None = Field(default=None, max_length=100)
+    message: str | None = Field(default=None, max_length=2000)
+
+
+class DiskPath(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    mount_point: str | None = None
+    device: str | None = None
+    total_bytes: int | None = Field(default=None, ge=0)
+    free_bytes: int | None = Field(default=None, ge=0)
+    free_ratio: float | None = Field(default=None, ge=0, le=1)
+    inodes_total: int | None = Field(default=None, ge=0)
+    inodes_free: int | None = Field(default=None, ge=0)
+    inodes_free_ratio: float | None = Field(default=None, ge=0, le=1)
+    read_only: bool | None = None
+    write_probe_ok: bool | None = None
+
+
+class DiskReading(_Reading):
+    check: Literal["disk"] = "disk"
+    paths: list[DiskPath] = Field(default_factory=list, max_length=64)
+
+
+class MemoryReading(_Reading):
+    check: Literal["memory"] = "memory"
+    total_bytes: int | None = Field(default=None, ge=0)
+    available_bytes: int | None = Field(default=None, ge=0)
+    available_ratio: float | None = Field(default=None, ge=0, le=1)
+    swap_used_bytes: int | None = Field(default=None, ge=0)
+    psi_some_avg10: float | None = Field(default=None, ge=0)
+    psi_some_avg60: float | None = Field(default=None, ge=0)
+    psi_full_avg10: float | None = Field(default=None, ge=0)
+    psi_full_avg60: float | None = Field(default=None, ge=0)
+    oom_kills: int | None = Field(default=None, ge=0, description="OOM kills since the previous reading")
+
+
+class NtpServerReading(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    server: str
+    offset_s: float | None = None
+    delay_s: float | None = None
+    stratum: int | None = None
+    error: str | None = None
+
+
+class ClockReading(_Reading):
+    check: Literal["clock"] = "clock"
+    offset_s: float | None = Field(default=None, description="median offset over the servers that answered")
+    servers: list[NtpServerReading] = Field(default_factory=list, max_length=32)
+
+
+class CacheDigest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    path: str | None = None
+    digest: str | None = None
+    files: int | None = Field(default=None, ge=0)
+    bytes: int | None = Field(default=None, ge=0)
+    full_rehash: bool | None = None
+
+
+class CacheReading(_Reading):
+    check: Literal["cache"] = "cache"
+    caches: list[CacheDigest] = Field(default_factory=list, max_length=64)
+
+
+Reading = Annotated[DiskReading | MemoryReading | ClockReading | CacheReading, Field(discriminator="check")]

@@ -1,0 +1,33 @@
+"""The agent report: one round of readings from one runner, numbered for exactly-once delivery."""
+
+from __future__ import annotations
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from common.identity import NAME_PATTERN, RunnerIdentity
+from common.readings import Reading
+
+
+class AgentReport(BaseModel):
+    """Deduplicated by (agent_id, boot_id, seq): a resend after a lost acknowledgement stores nothing twice.
+
+    `dropped` counts reports the agent's spool had to discard since its last acknowledged send, so a
+    loss is never silent.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str = Field(pattern=NAME_PATTERN)
+    boot_id: str = Field(pattern=NAME_PATTERN)
+    seq: int = Field(ge=0)
+    observed_at: AwareDatetime
+    runner: RunnerIdentity
+    readings: list[Reading] = Field(default_factory=list, max_length=32)
+    dropped: int = Field(default=0, ge=0)
+    agent_version: str | None = Field(default=None, max_length=100)
+
+
+class ReportBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reports: list[AgentReport] = Field(max_length=10_000)
