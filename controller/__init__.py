@@ -1,0 +1,1 @@
+"""runner-controller: ingest, store, analysis and remediation for a fleet of CI runners."""

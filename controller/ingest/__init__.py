@@ -1,0 +1,1 @@
+"""Turning what arrives (JSON results, JUnit XML, agent reports, webhooks) into stored rows."""

@@ -1,0 +1,241 @@
+"""Parse untrusted JUnit XML reports (pytest, jest-junit, Maven Surefire, Gradle…) into test cases.
+
+The document is streamed through defusedxml's expat parser into a small state machine, so no tree is
+built: memory stays bounded by the nesting depth and one test case, whatever the upload contains.
+DTDs, and with them every entity, are refused before expat reads a declaration.
+
+Structure: the root is ``<testsuites>`` or ``<testsuite>``; ``<testsuite>`` may nest to any depth and
+``<testcase>`` counts only directly inside one of them. A case's ``time`` is the ``timestamp`` of its
+nearest enclosing ``<testsuite>`` that has a valid one (naive timestamps are taken as UTC).
+
+Outcome, from the direct children of ``<testcase>``: ``<error>`` (or Surefire ``<rerunError>``) →
+``error``; else ``<failure>`` (or ``<rerunFailure>``) → ``failed``; else ``<skipped>`` → ``skipped``
+(pytest reports xfail this way); else ``passed``. Surefire's ``<flakyFailure>``/``<flakyError>`` mean
+the test passed on a rerun and are ignored.
+
+Test id, as close to a pytest node id as the attributes allow:
+
+* ``file`` present (pytest ``xunit1``): the file path with ``\\`` turned into ``/``, then ``::`` and the
+  classname's parts after the module (``tests.test_io.TestX`` with ``tests/test_io.py`` →
+  ``tests/test_io.py::TestX::test_read``), then ``::name``. When the classname does not start with the
+  file's module (an inherited test, a ``--junit-prefix``, a JavaScript file), the whole classname is
+  kept instead: ``{file}::{classname}::{name}``, or ``{file}::{name}`` when it is empty or equals name.
+* otherwise ``{classname}::{name}``, or just ``{name}`` when the classname is empty or equals the name
+  (jest-junit's default).
+
+Names are kept exactly, parametrize brackets and non-ASCII included.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
+from defusedxml.ElementTree import DefusedXMLParser, ParseError
+
+from common.results import MAX_MESSAGE_CHARS, Outcome
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_CASES = 200_000
+
+_SUITE_TAGS = frozenset({"testsuites", "testsuite"})
+# Most severe first: a case carrying several of these reports the first present.
+_OUTCOME_TAGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (Outcome.error.value, ("error", "rerunError")),
+    (Outcome.failed.value, ("failure", "rerunFailure")),
+    (Outcome.skipped.value, ("skipped",)),
+)
+_RESULT_TAGS = frozenset(tag for _, tags in _OUTCOME_TAGS for tag in tags)
+# Surefire's SUREFIRE_TIME type allows "1,234.5"; a lone comma ("0,5") is a locale decimal, not this.
+_GROUPED_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+
+
+class JUnitError(ValueError):
+    """The upload is not a JUnit report we accept; the message says why, for the HTTP 400 body."""
+
+
+@dataclass(frozen=True)
+class JUnitCase:
+    test_id: str
+    outcome: str  # "passed" | "failed" | "error" | "skipped"
+    duration_s: float | None
+    message: str | None
+    time: datetime | None
+
+
+def parse_junit(
+    data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_cases: int = DEFAULT_MAX_CASES
+) -> list[JUnitCase]:
+    """Return the test cases of a JUnit XML document, in document order; raise JUnitError if refused."""
+    if len(data) > max_bytes:
+        raise JUnitError(f"document exceeds {max_bytes} bytes")
+    if not data.strip():
+        raise JUnitError("document is empty")
+    collector = _Collector(max_cases)
+    parser = DefusedXMLParser(target=collector, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    expat = parser.parser
+    collector.line = lambda: int(expat.CurrentLineNumber)
+    try:
+        parser.feed(data)
+        parser.close()
+    except (DTDForbidden, EntitiesForbidden) as err:
+        raise JUnitError("XML entities are not allowed (DTD or ENTITY declaration found)") from err
+    except ExternalReferenceForbidden as err:
+        raise JUnitError("XML external entities are not allowed (external reference found)") from err
+    except ParseError as err:
+        line, column = err.position
+        reason = str(err).rsplit(": line ", 1)[0]
+        # expat counts columns from 0; editors and humans count from 1.
+        raise JUnitError(f"XML is not well-formed: line {line}, column {column + 1}: {reason}") from err
+    return collector.cases
+
+
+@dataclass
+class _OpenCase:
+    attrib: dict[str, str]
+    # Message of the first element seen per result tag; None when it had neither message nor text.
+    results: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class _OpenResult:
+    tag: str
+    message: str | None
+    text: list[str] = field(default_factory=list)
+    text_len: int = 0
+
+
+@dataclass
+class _Frame:
+    role: str  # "suite" | "case" | "result" | "other"
+    time: datetime | None
+
+
+class _Collector:
+    """An ElementTree parser target: receives start/data/end events and keeps only what it needs."""
+
+    def __init__(self, max_cases: int) -> None:
+        self.cases: list[JUnitCase] = []
+        self.line: Callable[[], int] = lambda: 0
+        self._max_cases = max_cases
+        self._frames: list[_Frame] = []
+        self._case: _OpenCase | None = None
+        self._result: _OpenResult | None = None
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        name = _local(tag)
+        parent = self._frames[-1] if self._frames else None
+        inherited = parent.time if parent else None
+        if parent is None and name not in _SUITE_TAGS:
+            raise JUnitError(
+                f"not a JUnit report: root element is <{name}>, expected <testsuites> or <testsuite>"
+            )
+        if parent is None or (parent.role == "suite" and name == "testsuite"):
+            self._frames.append(_Frame("suite", _parse_timestamp(attrib.get("timestamp")) or inherited))
+        elif parent.role == "suite" and name == "testcase":
+            if len(self.cases) >= self._max_cases:
+                raise JUnitError(f"document has more than {self._max_cases} test cases")
+            if not attrib.get("name"):
+                raise JUnitError(f"<testcase> on line {self.line()} has no name attribute")
+            self._case = _OpenCase(attrib)
+            self._frames.append(_Frame("case", inherited))
+        elif parent.role == "case" and name in _RESULT_TAGS:
+            self._result = _OpenResult(name, _clip(attrib.get("message")))
+            self._frames.append(_Frame("result", inherited))
+        else:
+            self._frames.append(_Frame("other", inherited))
+
+    def data(self, text: str) -> None:
+        result = self._result
+        if result is None or self._frames[-1].role != "result" or result.text_len >= MAX_MESSAGE_CHARS:
+            return
+        if not result.text:
+            # Skip leading whitespace here so that indentation cannot use up the message budget.
+            text = text.lstrip()
+            if not text:
+                return
+        result.text.append(text)
+        result.text_len += len(text)
+
+    def end(self, tag: str) -> None:
+        frame = self._frames.pop()
+        if frame.role == "result" and self._result is not None and self._case is not None:
+            result, self._result = self._result, None
+            message = result.message or _clip("".join(result.text))
+            if self._case.results.get(result.tag) is None:
+                self._case.results[result.tag] = message
+        elif frame.role == "case" and self._case is not None:
+            case, self._case = self._case, None
+            self.cases.append(_build_case(case, frame.time))
+
+    def close(self) -> None:
+        return None
+
+
+def _build_case(case: _OpenCase, time: datetime | None) -> JUnitCase:
+    attrib = case.attrib
+    outcome, message = Outcome.passed.value, None
+    for candidate, tags in _OUTCOME_TAGS:
+        present = [tag for tag in tags if tag in case.results]
+        if present:
+            outcome = candidate
+            message = next((m for m in (case.results[tag] for tag in present) if m), None)
+            break
+    return JUnitCase(
+        test_id=_test_id(attrib["name"], attrib.get("classname", ""), attrib.get("file")),
+        outcome=outcome,
+        duration_s=_parse_duration(attrib.get("time")),
+        message=message,
+        time=time,
+    )
+
+
+def _test_id(name: str, classname: str, file: str | None) -> str:
+    if not file:
+        return name if classname in ("", name) else f"{classname}::{name}"
+    path = file.replace("\\", "/")
+    # pytest builds classname from the node id: path with "/" → "." and ".py" dropped, then the classes.
+    module = re.sub(r"\.py$", "", path.replace("/", "."))
+    if classname == module:
+        return f"{path}::{name}"
+    if classname.startswith(module + "."):
+        classes = classname[len(module) + 1 :].replace(".", "::")
+        return f"{path}::{classes}::{name}"
+    return f"{path}::{name}" if classname in ("", name) else f"{path}::{classname}::{name}"
+
+
+def _parse_duration(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    text = raw.strip()
+    if _GROUPED_NUMBER.fullmatch(text):
+        text = text.replace(",", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _parse_timestamp(raw: str | None) -> datetime | None:
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _clip(text: str | None) -> str | None:
+    text = text.strip() if text else None
+    return text[:MAX_MESSAGE_CHARS] if text else None
+
+
+def _local(tag: str) -> str:
+    # A default namespace arrives as "{uri}testsuite"; JUnit has no namespace, so drop any.
+    return tag.rpartition("}")[2]
