@@ -97,7 +97,7 @@ def parse_junit(
 @dataclass
 class _OpenCase:
     attrib: dict[str, str]
-    # Message of the first element seen per result tag; None when it had neither message nor text.
+    # Per result tag present, the first non-empty message among its elements, else None.
     results: dict[str, str | None] = field(default_factory=dict)
 
 
@@ -109,10 +109,8 @@ class _OpenResult:
     text_len: int = 0
 
 
-@dataclass
-class _Frame:
-    role: str  # "suite" | "case" | "result" | "other"
-    time: datetime | None
+# Role of each open element. Only <testsuite>s also push onto the timestamp stack.
+_SUITE, _CASE, _RESULT, _OTHER = "suite", "case", "result", "other"
 
 
 class _Collector:
@@ -122,36 +120,45 @@ class _Collector:
         self.cases: list[JUnitCase] = []
         self.line: Callable[[], int] = lambda: 0
         self._max_cases = max_cases
-        self._frames: list[_Frame] = []
+        self._roles: list[str] = []
+        self._times: list[datetime | None] = []
         self._case: _OpenCase | None = None
         self._result: _OpenResult | None = None
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
+        roles = self._roles
+        parent = roles[-1] if roles else None
+        if parent == _OTHER:
+            # Output, properties and anything unknown: nothing below them matters.
+            roles.append(_OTHER)
+            return
         name = _local(tag)
-        parent = self._frames[-1] if self._frames else None
-        inherited = parent.time if parent else None
-        if parent is None and name not in _SUITE_TAGS:
-            raise JUnitError(
-                f"not a JUnit report: root element is <{name}>, expected <testsuites> or <testsuite>"
-            )
-        if parent is None or (parent.role == "suite" and name == "testsuite"):
-            self._frames.append(_Frame("suite", _parse_timestamp(attrib.get("timestamp")) or inherited))
-        elif parent.role == "suite" and name == "testcase":
+        if parent is None:
+            if name not in _SUITE_TAGS:
+                raise JUnitError(
+                    f"not a JUnit report: root element is <{name}>, expected <testsuites> or <testsuite>"
+                )
+            roles.append(_SUITE)
+            self._times.append(_parse_timestamp(attrib.get("timestamp")))
+        elif parent == _SUITE and name == "testsuite":
+            roles.append(_SUITE)
+            self._times.append(_parse_timestamp(attrib.get("timestamp")) or self._times[-1])
+        elif parent == _SUITE and name == "testcase":
             if len(self.cases) >= self._max_cases:
                 raise JUnitError(f"document has more than {self._max_cases} test cases")
             if not attrib.get("name"):
                 raise JUnitError(f"<testcase> on line {self.line()} has no name attribute")
+            roles.append(_CASE)
             self._case = _OpenCase(attrib)
-            self._frames.append(_Frame("case", inherited))
-        elif parent.role == "case" and name in _RESULT_TAGS:
+        elif parent == _CASE and name in _RESULT_TAGS:
+            roles.append(_RESULT)
             self._result = _OpenResult(name, _clip(attrib.get("message")))
-            self._frames.append(_Frame("result", inherited))
         else:
-            self._frames.append(_Frame("other", inherited))
+            roles.append(_OTHER)
 
     def data(self, text: str) -> None:
         result = self._result
-        if result is None or self._frames[-1].role != "result" or result.text_len >= MAX_MESSAGE_CHARS:
+        if result is None or self._roles[-1] != _RESULT or result.text_len >= MAX_MESSAGE_CHARS:
             return
         if not result.text:
             # Skip leading whitespace here so that indentation cannot use up the message budget.
@@ -162,15 +169,17 @@ class _Collector:
         result.text_len += len(text)
 
     def end(self, tag: str) -> None:
-        frame = self._frames.pop()
-        if frame.role == "result" and self._result is not None and self._case is not None:
+        role = self._roles.pop()
+        if role == _SUITE:
+            self._times.pop()
+        elif role == _RESULT and self._result is not None and self._case is not None:
             result, self._result = self._result, None
             message = result.message or _clip("".join(result.text))
             if self._case.results.get(result.tag) is None:
                 self._case.results[result.tag] = message
-        elif frame.role == "case" and self._case is not None:
+        elif role == _CASE and self._case is not None:
             case, self._case = self._case, None
-            self.cases.append(_build_case(case, frame.time))
+            self.cases.append(_build_case(case, self._times[-1]))
 
     def close(self) -> None:
         return None
