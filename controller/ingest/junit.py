@@ -1,7 +1,8 @@
 """Parse untrusted JUnit XML reports (pytest, jest-junit, Maven Surefire, Gradle…) into test cases.
 
 The document is streamed through defusedxml's expat parser into a small state machine, so no tree is
-built: memory stays bounded by the nesting depth and one test case, whatever the upload contains.
+built: besides the cases returned, memory holds the open elements' roles and one test case, whatever
+the upload contains.
 DTDs, and with them every entity, are refused before expat reads a declaration.
 
 Structure: the root is ``<testsuites>`` or ``<testsuite>``; ``<testsuite>`` may nest to any depth and
@@ -60,9 +61,15 @@ class JUnitError(ValueError):
 
 @dataclass(frozen=True)
 class JUnitCase:
+    """One ``<testcase>``.
+
+    ``message`` is the deciding element's ``message`` attribute, else its text, stripped and clipped to
+    4000 characters (None for passed); ``time`` is the suite's timestamp in UTC, None when absent.
+    """
+
     test_id: str
     outcome: str  # "passed" | "failed" | "error" | "skipped"
-    duration_s: float | None
+    duration_s: float | None  # None when missing, unreadable, negative or not finite
     message: str | None
     time: datetime | None
 
