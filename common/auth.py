@@ -11,7 +11,7 @@ import hmac
 import secrets
 from enum import StrEnum
 
-TOKEN_PREFIX = "rct_"
+TOKEN_PREFIX = "rct_"  # noqa: S105 - a marker that makes leaked tokens greppable, not a secret
 
 
 class Role(StrEnum):

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 def to_ms(value: datetime) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return int(round(value.timestamp() * 1000))
+    return round(value.timestamp() * 1000)
 
 
 def from_ms(ms: int) -> datetime:

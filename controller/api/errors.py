@@ -1,0 +1,69 @@
+"""One error shape for every API failure: `{"detail": "<what and how to fix>", "errors": [...]}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.errors = errors or []
+
+
+def invalid_input(
+    error: ValidationError, prefix: tuple[str | int, ...] = ("body",), what: str = ""
+) -> ApiError:
+    """A 422 whose message names the first bad field, e.g. `record 3: outcome: Input should be ...`."""
+    errors = [
+        {"loc": [*prefix, *item["loc"]], "msg": item["msg"], "type": item["type"]} for item in error.errors()
+    ]
+    first = error.errors()[0]
+    return ApiError(422, f"{what}{describe_loc(first['loc'])}: {first['msg']}", errors)
+
+
+def describe_loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and not parts:
+            parts.append(f"record {item}")
+        elif isinstance(item, int):
+            parts[-1] = f"{parts[-1]}[{item}]"
+        else:
+            parts.append(str(item) if not parts or parts[-1].startswith("record") else f".{item}")
+    text = ""
+    for part in parts:
+        if part.startswith("."):
+            text += part
+        elif text:
+            text += f": {part}"
+        else:
+            text = part
+    return text or "body"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail, "errors": exc.errors}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        first = errors[0] if errors else {"loc": ["request"], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        return JSONResponse({"detail": f"{where}: {first['msg']}", "errors": errors}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"detail": exc.detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
+        )

@@ -1,0 +1,100 @@
+"""GET /v1/runners and GET /v1/runners/{id}: identity, health, last readings, last seen."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Row
+
+from common.api import Health, RunnerList, RunnerView
+from common.identity import RunnerIdentity
+from common.timeutil import iso
+from controller.api.auth import READ_ROLES, require
+from controller.api.errors import ApiError
+from controller.db import tables
+from controller.selectors import Selector, parse_selector
+from controller.tokens import Principal
+
+router = APIRouter(prefix="/v1/runners", tags=["runners"])
+
+
+def identity_of(row: Row[Any]) -> RunnerIdentity:
+    return RunnerIdentity(
+        id=row.id,
+        name=row.name,
+        machine=row.machine,
+        pool=row.pool,
+        image=row.image,
+        shard=row.shard,
+        labels=tuple(json.loads(row.labels or "[]")),
+        provider=row.provider,
+        ephemeral=bool(row.ephemeral),
+    )
+
+
+def last_readings(conn: Connection, runner_id: str) -> list[dict[str, Any]]:
+    t = tables.readings
+    newest = (
+        select(t.c.check, func.max(t.c.observed_ms).label("observed_ms"))
+        .where(t.c.runner_id == runner_id)
+        .group_by(t.c.check)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(t.c.check, t.c.observed_ms, t.c.data)
+        .join(newest, (t.c.check == newest.c.check) & (t.c.observed_ms == newest.c.observed_ms))
+        .where(t.c.runner_id == runner_id)
+        .order_by(t.c.check, t.c.id.desc())
+    )
+    seen: dict[str, dict[str, Any]] = {}
+    for check, observed_ms, data in rows:
+        if check not in seen:
+            seen[check] = {"observed_at": iso(observed_ms), **json.loads(data)}
+    return list(seen.values())
+
+
+def view(request: Request, conn: Connection, row: Row[Any], with_readings: bool) -> RunnerView:
+    health: Health = request.app.state.health_of(row.id)
+    return RunnerView(
+        identity=identity_of(row),
+        first_seen=iso(row.first_seen_ms),
+        last_seen=iso(row.last_seen_ms),
+        last_report_at=iso(row.last_report_ms),
+        executions=row.executions,
+        failures=row.failures,
+        health=health,
+        cordon=request.app.state.cordon_of(row.id),
+        last_readings=last_readings(conn, row.id) if with_readings else [],
+    )
+
+
+@router.get("", response_model=RunnerList)
+def list_runners(
+    request: Request,
+    _principal: Annotated[Principal, Depends(require(*READ_ROLES))],
+    selector: Annotated[
+        str | None, Query(alias="l", description="label selector, e.g. pool=linux,image!=old")
+    ] = None,
+) -> RunnerList:
+    try:
+        wanted: Selector = parse_selector(selector or "")
+    except ValueError as error:
+        raise ApiError(422, f"selector: {error}") from error
+    with request.app.state.engine.connect() as conn:
+        rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
+        items = [view(request, conn, row, with_readings=False) for row in rows]
+    return RunnerList(items=[item for item in items if wanted.matches(item)])
+
+
+@router.get("/{runner_id}", response_model=RunnerView)
+def get_runner(
+    request: Request, runner_id: str, _principal: Annotated[Principal, Depends(require(*READ_ROLES))]
+) -> RunnerView:
+    with request.app.state.engine.connect() as conn:
+        row = conn.execute(select(tables.runners).where(tables.runners.c.id == runner_id)).first()
+        if row is None:
+            raise ApiError(404, f"runner '{runner_id}' not found")
+        return view(request, conn, row, with_readings=True)

@@ -1,0 +1,122 @@
+"""Tables. Event times are integer epoch milliseconds (`*_ms`), never the arrival time alone, so
+history can be backfilled and replayed."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL wants BIGINT for big tables.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("role", String(20), nullable=False),
+    Column("runner_id", String(200)),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("revoked_ms", BigInteger),
+)
+
+runners = Table(
+    "runners",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("name", String(200)),
+    Column("machine", String(200)),
+    Column("pool", String(200)),
+    Column("image", String(200)),
+    Column("shard", String(200)),
+    Column("labels", Text, nullable=False, default="[]"),
+    Column("provider", String(200)),
+    Column("ephemeral", Boolean, nullable=False, default=False),
+    Column("first_seen_ms", BigInteger),
+    Column("last_seen_ms", BigInteger),
+    Column("last_report_ms", BigInteger),
+    Column("executions", BigInteger, nullable=False, default=0),
+    Column("failures", BigInteger, nullable=False, default=0),
+)
+
+results = Table(
+    "results",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dedup_key", String(32), nullable=False, unique=True),
+    Column("test_id", String(2000), nullable=False),
+    Column("outcome", String(8), nullable=False),
+    Column("time_ms", BigInteger, nullable=False),
+    Column("duration_s", Float),
+    Column("job_id", String(500)),
+    Column("run_id", String(500)),
+    Column("attempt", Integer),
+    Column("commit", String(200)),
+    Column("message", Text),
+    Column("runner_id", String(200), nullable=False),
+    Column("machine", String(200), nullable=False),
+    Column("pool", String(200), nullable=False),
+    Column("image", String(200)),
+    Column("shard", String(200)),
+    Column("ephemeral", Boolean, nullable=False, default=False),
+    Column("ingested_ms", BigInteger, nullable=False),
+    Index("ix_results_time_ms", "time_ms"),
+    Index("ix_results_runner_time", "runner_id", "time_ms"),
+    Index("ix_results_test_time", "test_id", "time_ms"),
+)
+
+reports = Table(
+    "reports",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("agent_id", String(200), nullable=False),
+    Column("boot_id", String(200), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("runner_id", String(200), nullable=False),
+    Column("observed_ms", BigInteger, nullable=False),
+    Column("dropped", Integer, nullable=False, default=0),
+    Column("agent_version", String(100)),
+    Column("ingested_ms", BigInteger, nullable=False),
+    UniqueConstraint("agent_id", "boot_id", "seq", name="uq_reports_agent_boot_seq"),
+    Index("ix_reports_runner_observed", "runner_id", "observed_ms"),
+)
+
+readings = Table(
+    "readings",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("report_id", BigId, ForeignKey("reports.id", ondelete="CASCADE"), nullable=False),
+    Column("runner_id", String(200), nullable=False),
+    Column("machine", String(200), nullable=False),
+    Column("pool", String(200), nullable=False),
+    Column("image", String(200)),
+    Column("observed_ms", BigInteger, nullable=False),
+    Column("check", String(40), nullable=False),
+    Column("status", String(10), nullable=False),
+    Column("reason", String(100)),
+    Column("data", Text, nullable=False),
+    Index("ix_readings_runner_observed", "runner_id", "observed_ms"),
+    Index("ix_readings_check_observed", "check", "observed_ms"),
+)

@@ -1,0 +1,83 @@
+"""Dialect-aware insert-or-ignore and the runner upsert, the two writes whose race safety matters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Table, case, func
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from controller.db import tables
+
+_IDENTITY = ("name", "machine", "pool", "image", "shard", "labels", "provider", "ephemeral")
+
+
+def _insert(conn: Connection, table: Table) -> Any:
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def insert_ignore(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: Sequence[str]
+) -> None:
+    """Insert rows; a row whose unique key a concurrent writer stored first is skipped, not an error."""
+    if rows:
+        conn.execute(_insert(conn, table).on_conflict_do_nothing(index_elements=list(keys)), list(rows))
+
+
+def insert_one_returning_id(
+    conn: Connection, table: Table, row: dict[str, Any], keys: Sequence[str]
+) -> int | None:
+    """Insert one row and return its id, or None when the unique key is already stored."""
+    stmt = _insert(conn, table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c.id)
+    found = conn.execute(stmt, row).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
+def upsert_runners(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Create or update runners. Identity fields follow the newest event time seen, so a backfill
+    of old history never overwrites what a runner is today; counters add up."""
+    if not rows:
+        return
+    table = tables.runners
+    stmt = _insert(conn, table)
+    new = stmt.excluded
+    newer = new.last_seen_ms >= func.coalesce(table.c.last_seen_ms, 0)
+    # A sender that knows less (an agent report without the pool, say) must not erase what is known.
+    updates: dict[str, Any] = {
+        name: case(
+            (newer, func.coalesce(getattr(new, name), getattr(table.c, name))),
+            else_=func.coalesce(getattr(table.c, name), getattr(new, name)),
+        )
+        for name in _IDENTITY
+        if name != "labels"
+    }
+    updates["labels"] = case((newer & (new.labels != "[]"), new.labels), else_=table.c.labels)
+    updates["first_seen_ms"] = case(
+        (table.c.first_seen_ms.is_(None), new.first_seen_ms),
+        (new.first_seen_ms < table.c.first_seen_ms, new.first_seen_ms),
+        else_=table.c.first_seen_ms,
+    )
+    updates["last_seen_ms"] = case(
+        (table.c.last_seen_ms.is_(None), new.last_seen_ms),
+        (new.last_seen_ms > table.c.last_seen_ms, new.last_seen_ms),
+        else_=table.c.last_seen_ms,
+    )
+    updates["last_report_ms"] = case(
+        (table.c.last_report_ms.is_(None), new.last_report_ms),
+        (new.last_report_ms > table.c.last_report_ms, new.last_report_ms),
+        else_=table.c.last_report_ms,
+    )
+    updates["executions"] = table.c.executions + new.executions
+    updates["failures"] = table.c.failures + new.failures
+    full = [
+        {"first_seen_ms": None, "last_seen_ms": None, "last_report_ms": None, "executions": 0, "failures": 0}
+        | row
+        for row in rows
+    ]
+    # One statement per distinct key set keeps executemany valid; sort for a stable lock order.
+    full.sort(key=lambda row: row["id"])
+    conn.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=updates), full)

@@ -1,0 +1,109 @@
+"""Store agent reports and their readings, exactly once per (agent, boot, sequence)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, tuple_
+from sqlalchemy.engine import Connection
+
+from common.reports import AgentReport
+from common.timeutil import to_ms
+from controller.db import tables
+from controller.db.upsert import insert_one_returning_id, upsert_runners
+from controller.ingest.results import identity_row
+
+
+@dataclass
+class ReportOutcome:
+    new: list[int] = field(default_factory=list)
+    duplicate: list[int] = field(default_factory=list)
+
+
+def store_reports(conn: Connection, batch: Sequence[AgentReport], now_ms: int) -> ReportOutcome:
+    outcome = ReportOutcome()
+    keys = {(r.agent_id, r.boot_id, r.seq) for r in batch}
+    existing = _existing(conn, keys)
+    seen: set[tuple[str, str, int]] = set()
+    fresh: list[AgentReport] = []
+    for report in batch:
+        key = (report.agent_id, report.boot_id, report.seq)
+        if key in existing or key in seen:
+            outcome.duplicate.append(report.seq)
+            continue
+        seen.add(key)
+        fresh.append(report)
+    for report in fresh:
+        if _insert_report(conn, report, now_ms):
+            outcome.new.append(report.seq)
+        else:
+            outcome.duplicate.append(report.seq)
+    runner_rows = {}
+    for report in sorted(fresh, key=lambda r: r.observed_at):
+        observed = to_ms(report.observed_at)
+        runner_rows[report.runner.id] = identity_row(report.runner) | {
+            "first_seen_ms": observed,
+            "last_seen_ms": observed,
+            "last_report_ms": observed,
+        }
+    upsert_runners(conn, list(runner_rows.values()))
+    return outcome
+
+
+def _existing(conn: Connection, keys: set[tuple[str, str, int]]) -> set[tuple[str, str, int]]:
+    if not keys:
+        return set()
+    t = tables.reports
+    found: set[tuple[str, str, int]] = set()
+    wanted = sorted(keys)
+    for start in range(0, len(wanted), 300):
+        chunk = wanted[start : start + 300]
+        rows = conn.execute(
+            select(t.c.agent_id, t.c.boot_id, t.c.seq).where(
+                tuple_(t.c.agent_id, t.c.boot_id, t.c.seq).in_(chunk)
+            )
+        )
+        found.update((a, b, int(s)) for a, b, s in rows)
+    return found
+
+
+def _insert_report(conn: Connection, report: AgentReport, now_ms: int) -> bool:
+    """Insert one report and its readings; False when a concurrent writer stored it first."""
+    observed = to_ms(report.observed_at)
+    report_id = insert_one_returning_id(
+        conn,
+        tables.reports,
+        {
+            "agent_id": report.agent_id,
+            "boot_id": report.boot_id,
+            "seq": report.seq,
+            "runner_id": report.runner.id,
+            "observed_ms": observed,
+            "dropped": report.dropped,
+            "agent_version": report.agent_version,
+            "ingested_ms": now_ms,
+        },
+        ("agent_id", "boot_id", "seq"),
+    )
+    if report_id is None:
+        return False
+    runner = report.runner
+    readings = [
+        {
+            "report_id": report_id,
+            "runner_id": runner.id,
+            "machine": runner.effective_machine(),
+            "pool": runner.effective_pool(),
+            "image": runner.image,
+            "observed_ms": observed,
+            "check": reading.check,
+            "status": reading.status.value,
+            "reason": reading.reason,
+            "data": reading.model_dump_json(exclude_none=True),
+        }
+        for reading in report.readings
+    ]
+    if readings:
+        conn.execute(tables.readings.insert(), readings)
+    return True

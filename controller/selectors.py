@@ -1,0 +1,63 @@
+"""kubectl-style label selectors over runner fields and labels: `pool=linux,health!=healthy,gpu`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from common.api import RunnerView
+
+_TERM = re.compile(r"^\s*([A-Za-z0-9_.\-/]+)\s*(==|=|!=)?\s*([^,]*?)\s*$")
+_FIELDS = ("id", "name", "machine", "pool", "image", "shard", "provider")
+
+
+@dataclass(frozen=True)
+class Term:
+    key: str
+    op: str  # "=", "!=" or "exists"
+    value: str
+
+
+@dataclass(frozen=True)
+class Selector:
+    terms: tuple[Term, ...] = ()
+
+    def matches(self, runner: RunnerView) -> bool:
+        return all(_match(term, runner) for term in self.terms)
+
+
+def parse_selector(text: str) -> Selector:
+    terms = []
+    for raw in filter(None, (part.strip() for part in text.split(","))):
+        found = _TERM.match(raw)
+        if not found:
+            raise ValueError(f"cannot read '{raw}': use key=value, key!=value or key")
+        key, op, value = found.groups()
+        terms.append(Term(key, "exists" if op is None else ("!=" if op == "!=" else "="), value))
+    return Selector(tuple(terms))
+
+
+def _values(key: str, runner: RunnerView) -> set[str]:
+    ident = runner.identity
+    if key in _FIELDS:
+        value = getattr(ident, key)
+        return set() if value is None else {str(value)}
+    if key == "health":
+        return {runner.health.health}
+    if key == "ephemeral":
+        return {str(ident.ephemeral).lower()}
+    found = set()
+    for label in ident.labels:
+        name, sep, value = label.partition("=")
+        if name == key:
+            found.add(value if sep else "")
+    return found
+
+
+def _match(term: Term, runner: RunnerView) -> bool:
+    values = _values(term.key, runner)
+    if term.op == "exists":
+        return bool(values) or term.key in runner.identity.labels
+    if term.op == "=":
+        return term.value in values or (term.value == "" and term.key in runner.identity.labels)
+    return term.value not in values

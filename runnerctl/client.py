@@ -1,0 +1,80 @@
+"""The HTTP client of the controller: requests with urllib3 retries, errors turned into one message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from runnerctl.config import Target
+
+
+class ApiError(Exception):
+    def __init__(self, status: int | None, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Client:
+    def __init__(self, target: Target, timeout: float = 30.0) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.session = requests.Session()
+        retry = Retry(
+            total=4,
+            backoff_factor=0.5,
+            status_forcelist=(502, 503, 504),
+            allowed_methods=frozenset({"GET", "PUT", "DELETE", "POST"}),  # our POSTs are idempotent
+            respect_retry_after_header=True,
+            raise_on_status=False,
+        )
+        adapter = HTTPAdapter(max_retries=retry)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        if target.token:
+            self.session.headers["Authorization"] = f"Bearer {target.token}"
+        self.session.headers["User-Agent"] = "runnerctl"
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        url = self.target.server + path
+        try:
+            response = self.session.request(
+                method, url, timeout=kwargs.pop("timeout", self.timeout), **kwargs
+            )
+        except requests.ConnectionError as error:
+            raise ApiError(
+                None, f"cannot reach the controller at {self.target.server}: {_short(error)}"
+            ) from error
+        except requests.Timeout as error:
+            raise ApiError(None, f"the controller at {self.target.server} did not answer in time") from error
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, _message(response))
+        if not response.content:
+            return None
+        return response.json()
+
+    def get(self, path: str, params: dict[str, Any] | Iterable[tuple[str, Any]] | None = None) -> Any:
+        return self.request("GET", path, params=params)
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        return self.request("POST", path, **kwargs)
+
+
+def _message(response: requests.Response) -> str:
+    try:
+        body = response.json()
+        detail = body.get("detail") if isinstance(body, dict) else None
+    except ValueError:
+        detail = None
+    detail = detail or response.text[:300] or response.reason
+    hint = {401: " (check --token or RUNNERCTL_TOKEN)", 403: " (this token's role is not allowed to)"}
+    return f"{detail}{hint.get(response.status_code, '')}"
+
+
+def _short(error: Exception) -> str:
+    text = str(error)
+    return text if len(text) < 200 else text[:200] + "…"

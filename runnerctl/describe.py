@@ -1,0 +1,77 @@
+"""`runnerctl describe runner ID`: everything the controller knows about one resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from runnerctl.context import client_of
+from runnerctl.output import stdout
+
+app = typer.Typer(no_args_is_help=True, help="Show one resource in detail.")
+
+
+@app.command("runner")
+def runner(ctx: typer.Context, runner_id: str) -> None:
+    """Identity, health, cordon state and the last reading of each check.
+
+    Example:
+      runnerctl describe runner linux-03
+    """
+    data = client_of(ctx).get(f"/v1/runners/{runner_id}")
+    ident = data["identity"]
+    lines = [
+        ("Name", ident["id"]),
+        ("Pool", ident.get("pool")),
+        ("Machine", ident.get("machine")),
+        ("Image", ident.get("image")),
+        ("Shard", ident.get("shard")),
+        ("Labels", ", ".join(ident.get("labels") or []) or None),
+        ("Provider", ident.get("provider")),
+        ("Ephemeral", "yes" if ident.get("ephemeral") else "no"),
+        (
+            "Health",
+            data["health"]["health"]
+            + (f" ({data['health']['dimension']})" if data["health"].get("dimension") else ""),
+        ),
+        ("Cordoned", _cordon(data.get("cordon"))),
+        ("Executions", f"{data['executions']} ({data['failures']} failed)"),
+        ("First seen", data.get("first_seen")),
+        ("Last seen", data.get("last_seen")),
+        ("Last report", data.get("last_report_at")),
+    ]
+    for label, value in lines:
+        stdout.print(f"{label + ':':<13} {value if value not in (None, '') else '<none>'}", markup=False)
+    for warning in data["health"].get("warnings") or []:
+        stdout.print(f"{'Warning:':<13} {warning}", markup=False)
+    stdout.print("Readings:", markup=False)
+    if not data.get("last_readings"):
+        stdout.print("  <none>", markup=False)
+    for reading in data.get("last_readings") or []:
+        status = reading.get("status", "?")
+        line = f"  {reading['check']:<7} {status:<8} {reading.get('observed_at')}  {_summary(reading)}"
+        stdout.print(line, markup=False)
+
+
+def _cordon(cordon: dict[str, Any] | None) -> str:
+    if not cordon:
+        return "no"
+    return f"yes, by {cordon.get('by')} at {cordon.get('at')}: {cordon.get('reason')}"
+
+
+def _summary(reading: dict[str, Any]) -> str:
+    check = reading["check"]
+    if check == "disk":
+        return "; ".join(
+            f"{p['path']} free {p.get('free_ratio', 0):.1%}" + (" read-only" if p.get("read_only") else "")
+            for p in reading.get("paths", [])
+            if p.get("free_ratio") is not None
+        )
+    if check == "memory" and reading.get("available_ratio") is not None:
+        return f"available {reading['available_ratio']:.1%}, OOM kills {reading.get('oom_kills', 0)}"
+    if check == "clock" and reading.get("offset_s") is not None:
+        return f"offset {reading['offset_s']:+.3f} s"
+    if check == "cache":
+        return "; ".join(f"{c['key']} {str(c.get('digest'))[:12]}" for c in reading.get("caches", []))
+    return reading.get("reason") or ""

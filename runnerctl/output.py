@@ -1,0 +1,85 @@
+"""Printing resources the kubectl way: -o table|wide|json|yaml|name, data on stdout, notes on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "wide", "json", "yaml", "name")
+
+# Piped output is for scripts and greps: never fold a table to an 80-column guess.
+stdout = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 1000)
+stderr = Console(stderr=True, highlight=False)
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    value: Callable[[dict[str, Any]], Any]
+    wide_only: bool = False
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise typer.BadParameter(
+            f"unknown output format '{fmt}'; allowed: {', '.join(FORMATS)}", param_hint="-o"
+        )
+    return fmt
+
+
+def emit(
+    items: Sequence[dict[str, Any]],
+    fmt: str,
+    columns: Sequence[Column],
+    kind: str,
+    name_of: Callable[[dict[str, Any]], str],
+    *,
+    single: bool = False,
+) -> None:
+    if fmt == "json":
+        sys.stdout.write(
+            json.dumps(items[0] if single and items else list(items), indent=2, ensure_ascii=False) + "\n"
+        )
+        return
+    if fmt == "yaml":
+        sys.stdout.write(
+            yaml.safe_dump(items[0] if single and items else list(items), sort_keys=False, allow_unicode=True)
+        )
+        return
+    if not items:
+        stderr.print("No resources found")
+        return
+    if fmt == "name":
+        for item in items:
+            sys.stdout.write(f"{kind}/{name_of(item)}\n")
+        return
+    shown = [c for c in columns if fmt == "wide" or not c.wide_only]
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in shown:
+        table.add_column(column.header.upper(), overflow="fold")
+    for item in items:
+        table.add_row(*(_cell(column.value(item)) for column in shown))
+    stdout.print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "<none>"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value) or "<none>"
+    return str(value)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    stderr.print(f"error: {message}", markup=False)
+    return typer.Exit(code)

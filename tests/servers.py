@@ -1,0 +1,122 @@
+"""Real processes for tests: a runner-controller under uvicorn on loopback over a real database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def controller_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "controller.cli", *args]
+
+
+def runnerctl_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "runnerctl.main", *args]
+
+
+def make_token(db: str, role: str, runner: str | None = None) -> str:
+    cmd = controller_cmd("token", "create", "--role", role, "--db", db)
+    if runner:
+        cmd += ["--runner", runner]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO, timeout=60)
+    return done.stdout.strip()
+
+
+@dataclass
+class Controller:
+    url: str
+    db: str
+    port: int
+    log: Path
+    admin_token: str
+    process: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.admin_token}"}
+
+    def get(self, path: str, token: str | None = None, **kwargs: Any) -> requests.Response:
+        return requests.get(self.url + path, headers=self.headers(token), timeout=30, **kwargs)
+
+    def post(self, path: str, token: str | None = None, **kwargs: Any) -> requests.Response:
+        headers = self.headers(token) | kwargs.pop("headers", {})
+        return requests.post(self.url + path, headers=headers, timeout=60, **kwargs)
+
+    def token(self, role: str, runner: str | None = None) -> str:
+        return make_token(self.db, role, runner)
+
+    def start(self) -> None:
+        env = os.environ | {"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0.5"} | self.env
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                controller_cmd("serve", "--db", self.db, "--host", "127.0.0.1", "--port", str(self.port)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=env,
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"controller exited with {self.process.returncode}:\n{self.log.read_text()}"
+                )
+            try:
+                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError(f"controller did not start:\n{self.log.read_text()}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.process = None
+
+
+@contextmanager
+def running_controller(
+    tmp: Path, db: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[Controller]:
+    db = db or f"sqlite:///{tmp / 'controller.db'}"
+    subprocess.run(
+        controller_cmd("migrate", "--db", db), check=True, cwd=REPO, capture_output=True, timeout=60
+    )
+    port = free_port()
+    controller = Controller(
+        url=f"http://127.0.0.1:{port}",
+        db=db,
+        port=port,
+        log=tmp / "controller.log",
+        admin_token=make_token(db, "admin"),
+        env=env or {},
+    )
+    controller.start()
+    try:
+        yield controller
+    finally:
+        controller.stop()
