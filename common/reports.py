@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from common.identity import NAME_PATTERN, RunnerIdentity
+from common.identity import Name, RunnerIdentity
 from common.readings import Reading
 
 
@@ -17,8 +17,8 @@ class AgentReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    agent_id: str = Field(pattern=NAME_PATTERN)
-    boot_id: str = Field(pattern=NAME_PATTERN)
+    agent_id: Name
+    boot_id: Name
     seq: int = Field(ge=0)
     observed_at: AwareDatetime
     runner: RunnerIdentity

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from runnerctl.context import client_of
-from runnerctl.output import stdout
+from runnerctl.output import clean, stdout
 
 app = typer.Typer(no_args_is_help=True, help="Show one resource in detail.")
 
@@ -42,7 +42,8 @@ def runner(ctx: typer.Context, runner_id: str) -> None:
         ("Last report", data.get("last_report_at")),
     ]
     for label, value in lines:
-        stdout.print(f"{label + ':':<13} {value if value not in (None, '') else '<none>'}", markup=False)
+        shown = clean(str(value)) if value not in (None, "") else "<none>"
+        stdout.print(f"{label + ':':<13} {shown}", markup=False)
     for warning in data["health"].get("warnings") or []:
         stdout.print(f"{'Warning:':<13} {warning}", markup=False)
     stdout.print("Readings:", markup=False)
@@ -51,7 +52,7 @@ def runner(ctx: typer.Context, runner_id: str) -> None:
     for reading in data.get("last_readings") or []:
         status = reading.get("status", "?")
         line = f"  {reading['check']:<7} {status:<8} {reading.get('observed_at')}  {_summary(reading)}"
-        stdout.print(line, markup=False)
+        stdout.print(clean(line), markup=False)
 
 
 def _cordon(cordon: dict[str, Any] | None) -> str:

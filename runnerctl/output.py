@@ -59,7 +59,7 @@ def emit(
         return
     if fmt == "name":
         for item in items:
-            sys.stdout.write(f"{kind}/{name_of(item)}\n")
+            sys.stdout.write(f"{kind}/{clean(name_of(item))}\n")
         return
     shown = [c for c in columns if fmt == "wide" or not c.wide_only]
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
@@ -70,14 +70,22 @@ def emit(
     stdout.print(table)
 
 
+_CONTROL = dict.fromkeys(range(32), "?") | {127: "?"}
+
+
+def clean(text: str) -> str:
+    """Names come from untrusted senders: never let one write escape sequences to a terminal."""
+    return text.translate(_CONTROL)
+
+
 def _cell(value: Any) -> str:
     if value is None or value == "":
         return "<none>"
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value) or "<none>"
-    return str(value)
+        return clean(",".join(str(v) for v in value)) or "<none>"
+    return clean(str(value))
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection, Row
 
 from common.api import Health, RunnerList, RunnerView
@@ -56,15 +56,28 @@ def last_readings(conn: Connection, runner_id: str) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def view(request: Request, conn: Connection, row: Row[Any], with_readings: bool) -> RunnerView:
+def execution_counts(conn: Connection, runner_id: str | None = None) -> dict[str, tuple[int, int]]:
+    t = tables.results
+    failed = func.sum(case((t.c.outcome.in_(("failed", "error")), 1), else_=0))
+    query = (
+        select(t.c.runner_id, func.count(), failed).where(t.c.outcome != "skipped").group_by(t.c.runner_id)
+    )
+    if runner_id is not None:
+        query = query.where(t.c.runner_id == runner_id)
+    return {rid: (int(n), int(f or 0)) for rid, n, f in conn.execute(query)}
+
+
+def view(
+    request: Request, conn: Connection, row: Row[Any], counts: tuple[int, int], with_readings: bool
+) -> RunnerView:
     health: Health = request.app.state.health_of(row.id)
     return RunnerView(
         identity=identity_of(row),
         first_seen=iso(row.first_seen_ms),
         last_seen=iso(row.last_seen_ms),
         last_report_at=iso(row.last_report_ms),
-        executions=row.executions,
-        failures=row.failures,
+        executions=counts[0],
+        failures=counts[1],
         health=health,
         cordon=request.app.state.cordon_of(row.id),
         last_readings=last_readings(conn, row.id) if with_readings else [],
@@ -85,7 +98,8 @@ def list_runners(
         raise ApiError(422, f"selector: {error}") from error
     with request.app.state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
-        items = [view(request, conn, row, with_readings=False) for row in rows]
+        counts = execution_counts(conn)
+        items = [view(request, conn, row, counts.get(row.id, (0, 0)), with_readings=False) for row in rows]
     return RunnerList(items=[item for item in items if wanted.matches(item)])
 
 
@@ -97,4 +111,5 @@ def get_runner(
         row = conn.execute(select(tables.runners).where(tables.runners.c.id == runner_id)).first()
         if row is None:
             raise ApiError(404, f"runner '{runner_id}' not found")
-        return view(request, conn, row, with_readings=True)
+        counts = execution_counts(conn, runner_id).get(runner_id, (0, 0))
+        return view(request, conn, row, counts, with_readings=True)

@@ -57,8 +57,6 @@ runners = Table(
     Column("first_seen_ms", BigInteger),
     Column("last_seen_ms", BigInteger),
     Column("last_report_ms", BigInteger),
-    Column("executions", BigInteger, nullable=False, default=0),
-    Column("failures", BigInteger, nullable=False, default=0),
 )
 
 results = Table(
@@ -82,9 +80,8 @@ results = Table(
     Column("shard", String(200)),
     Column("ephemeral", Boolean, nullable=False, default=False),
     Column("ingested_ms", BigInteger, nullable=False),
-    Index("ix_results_time_ms", "time_ms"),
+    # Few indexes on purpose: each one costs every insert, and the analysis reads results in id order.
     Index("ix_results_runner_time", "runner_id", "time_ms"),
-    Index("ix_results_test_time", "test_id", "time_ms"),
 )
 
 reports = Table(

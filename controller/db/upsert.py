@@ -28,6 +28,29 @@ def insert_ignore(
         conn.execute(_insert(conn, table).on_conflict_do_nothing(index_elements=list(keys)), list(rows))
 
 
+def insert_ignore_rows(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]], key: str
+) -> int:
+    """Bulk insert-or-ignore straight through the driver's executemany; returns how many were new.
+
+    The hot ingest path: SQLAlchemy's per-row parameter processing cost more than the insert itself.
+    """
+    if not rows:
+        return 0
+    marker = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    quoted = ", ".join(conn.dialect.identifier_preparer.quote(c) for c in columns)
+    sql = (
+        f"INSERT INTO {table.name} ({quoted}) VALUES ({', '.join([marker] * len(columns))}) "
+        f"ON CONFLICT ({key}) DO NOTHING"
+    )
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, rows)
+        return int(cursor.rowcount)
+    finally:
+        cursor.close()
+
+
 def insert_one_returning_id(
     conn: Connection, table: Table, row: dict[str, Any], keys: Sequence[str]
 ) -> int | None:
@@ -39,7 +62,7 @@ def insert_one_returning_id(
 
 def upsert_runners(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Create or update runners. Identity fields follow the newest event time seen, so a backfill
-    of old history never overwrites what a runner is today; counters add up."""
+    of old history never overwrites what a runner is today."""
     if not rows:
         return
     table = tables.runners
@@ -71,13 +94,7 @@ def upsert_runners(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         (new.last_report_ms > table.c.last_report_ms, new.last_report_ms),
         else_=table.c.last_report_ms,
     )
-    updates["executions"] = table.c.executions + new.executions
-    updates["failures"] = table.c.failures + new.failures
-    full = [
-        {"first_seen_ms": None, "last_seen_ms": None, "last_report_ms": None, "executions": 0, "failures": 0}
-        | row
-        for row in rows
-    ]
+    full = [{"first_seen_ms": None, "last_seen_ms": None, "last_report_ms": None} | row for row in rows]
     # One statement per distinct key set keeps executemany valid; sort for a stable lock order.
     full.sort(key=lambda row: row["id"])
     conn.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=updates), full)

@@ -63,8 +63,6 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("results", schema=None) as batch_op:
         batch_op.create_index("ix_results_runner_time", ["runner_id", "time_ms"], unique=False)
-        batch_op.create_index("ix_results_test_time", ["test_id", "time_ms"], unique=False)
-        batch_op.create_index("ix_results_time_ms", ["time_ms"], unique=False)
 
     op.create_table(
         "runners",
@@ -80,8 +78,6 @@ def upgrade() -> None:
         sa.Column("first_seen_ms", sa.BigInteger(), nullable=True),
         sa.Column("last_seen_ms", sa.BigInteger(), nullable=True),
         sa.Column("last_report_ms", sa.BigInteger(), nullable=True),
-        sa.Column("executions", sa.BigInteger(), nullable=False),
-        sa.Column("failures", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_runners")),
     )
     op.create_table(
@@ -130,8 +126,6 @@ def downgrade() -> None:
     op.drop_table("tokens")
     op.drop_table("runners")
     with op.batch_alter_table("results", schema=None) as batch_op:
-        batch_op.drop_index("ix_results_time_ms")
-        batch_op.drop_index("ix_results_test_time")
         batch_op.drop_index("ix_results_runner_time")
 
     op.drop_table("results")
