@@ -1,0 +1,183 @@
+"""Injectable events of a simulated fleet: each one cause of failures (or of bad readings), with known truth.
+
+Times are absolute (aware `datetime`) or a `timedelta` after `Scenario.start`, so a scenario keeps its shape
+when its start moves. Tests are named by id or by index into the scenario's catalogue (`build_catalog`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+Instant = datetime | timedelta
+Dimension = Literal["disk", "memory", "clock", "cache", "unknown"]
+TestRef = str | int
+
+DIMENSIONS: tuple[Dimension, ...] = ("disk", "memory", "clock", "cache", "unknown")
+
+
+@dataclass(frozen=True)
+class SickRunner:
+    """From `onset` many distinct tests fail on the runner; its readings show `dimension` a little earlier."""
+
+    runner: str
+    dimension: Dimension
+    onset: Instant
+    end: Instant | None = None
+    fail_prob: float = 0.6
+
+
+@dataclass(frozen=True)
+class SlowDisk:
+    """The runner's workspace fills linearly over `days`; IO tests fail more as free space drops below
+    `threshold` (the truth's onset is when it crosses it)."""
+
+    runner: str
+    start: Instant
+    days: float = 3.0
+    fail_prob: float = 0.7
+    threshold: float = 0.03
+
+
+@dataclass(frozen=True)
+class SickMachine:
+    """A host under several (or ephemeral) runners: every runner on it fails."""
+
+    machine: str
+    dimension: Dimension
+    onset: Instant
+    end: Instant | None = None
+    fail_prob: float = 0.6
+
+
+@dataclass(frozen=True)
+class SickPool:
+    """Every runner of a pool fails (a poisoned shared cache, a broken proxy); readings show `dimension` on
+    all of them (for `cache`, they agree with each other on the bad digest)."""
+
+    pool: str
+    dimension: Dimension
+    onset: Instant
+    end: Instant | None = None
+    fail_prob: float = 0.5
+
+
+@dataclass(frozen=True)
+class BadImage:
+    """A new image rolled out at `onset` to `fraction_of_pool` of a pool's machines breaks many tests there.
+
+    Readings stay healthy unless `dimension="cache"`: then its hosts agree on a digest the pool majority
+    does not have.
+    """
+
+    image: str
+    pool: str
+    onset: Instant
+    fraction_of_pool: float = 0.4
+    fail_prob: float = 0.5
+    dimension: Dimension = "unknown"
+
+
+@dataclass(frozen=True)
+class Outage:
+    """Fleet-wide: network tests fail on most runners at once, and NTP servers stop answering there."""
+
+    start: Instant
+    minutes: float = 30.0
+    fraction_of_runners: float = 0.85
+    fail_prob: float = 0.9
+    other_fail_prob: float = 0.05
+
+
+@dataclass(frozen=True)
+class WarningRunner:
+    """Clearly bad readings in `dimension` and no extra failures (except resource-sensitive tests)."""
+
+    runner: str
+    dimension: Dimension
+    start: Instant | None = None
+    end: Instant | None = None
+
+
+@dataclass(frozen=True)
+class PeriodicPressure:
+    """Readings show pressure for `duty` of every `period_hours` (a nightly build, a memory-hungry job).
+    A warning, not a sick runner."""
+
+    runner: str
+    dimension: Dimension = "memory"
+    period_hours: float = 8.0
+    duty: float = 0.25
+
+
+@dataclass(frozen=True)
+class FlakyTest:
+    """Fails with probability `p` anywhere, independently on each attempt (so it often passes on retry)."""
+
+    test: TestRef
+    p: float = 0.1
+
+
+@dataclass(frozen=True)
+class BrokenTest:
+    """Fails on every run everywhere whose commit landed at or after `since` (a commit lands at `since`)."""
+
+    test: TestRef
+    since: Instant
+
+
+@dataclass(frozen=True)
+class PlatformTest:
+    """Always fails on `pool`, passes elsewhere."""
+
+    test: TestRef
+    pool: str
+
+
+@dataclass(frozen=True)
+class ResourceSensitiveTest:
+    """Fails (with `p`) only where the runner's readings show pressure in `dimension` at that moment."""
+
+    test: TestRef
+    dimension: Dimension
+    p: float = 0.8
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One test fails repeatedly on one runner only (a locale, a path): not a sick runner."""
+
+    test: TestRef
+    runner: str
+    p: float = 0.6
+
+
+@dataclass(frozen=True)
+class HardShard:
+    """Every test of shard `shard` of `pool` gets `p` added to its base failure rate, wherever it runs.
+
+    Under static sharding this makes one runner look bad while it is the tests that are hard.
+    """
+
+    pool: str
+    shard: int
+    p: float = 0.02
+
+
+Event = (
+    SickRunner
+    | SlowDisk
+    | SickMachine
+    | SickPool
+    | BadImage
+    | Outage
+    | WarningRunner
+    | PeriodicPressure
+    | FlakyTest
+    | BrokenTest
+    | PlatformTest
+    | ResourceSensitiveTest
+    | Interaction
+    | HardShard
+)

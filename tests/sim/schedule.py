@@ -1,0 +1,137 @@
+"""When jobs run and where: pipeline runs per pool at the commit of the moment, one job per shard.
+
+A persistent pool's shard job goes to runner k (static sharding), to any runner (dynamic) or to a runner of
+the shard's label group (label routing); an ephemeral pool's job gets a fresh runner on a random host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tests.sim.scenario import Scenario
+from tests.sim.topology import Topology
+
+
+@dataclass
+class Jobs:
+    pool: np.ndarray
+    shard: np.ndarray
+    agent: np.ndarray
+    machine: np.ndarray
+    runner: np.ndarray  # persistent runner index, -1 for ephemeral
+    eph_name: list[str]  # the single-use runner id of an ephemeral job, "" otherwise
+    start: np.ndarray  # seconds after scenario start
+    run: np.ndarray
+    commit: np.ndarray
+    attempt: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def take(self, idx: np.ndarray) -> Jobs:
+        return Jobs(self.pool[idx], self.shard[idx], self.agent[idx], self.machine[idx], self.runner[idx],
+                    [self.eph_name[i] for i in idx.tolist()], self.start[idx], self.run[idx],
+                    self.commit[idx], self.attempt[idx])
+
+    @staticmethod
+    def concat(parts: list[Jobs]) -> Jobs:
+        def cat(name: str) -> np.ndarray:
+            out: np.ndarray = np.concatenate([getattr(p, name) for p in parts])
+            return out
+
+        return Jobs(cat("pool"), cat("shard"), cat("agent"), cat("machine"), cat("runner"),
+                    [n for p in parts for n in p.eph_name], cat("start"), cat("run"), cat("commit"),
+                    cat("attempt"))
+
+
+@dataclass
+class Commits:
+    times: np.ndarray
+    shas: list[str]
+
+    def at(self, t: np.ndarray) -> np.ndarray:
+        idx: np.ndarray = np.searchsorted(self.times, t, side="right") - 1
+        return idx
+
+
+def build_commits(scenario: Scenario, forced: list[float], rng: np.random.Generator) -> Commits:
+    span = scenario.duration_s
+    n = rng.poisson(scenario.commits_per_hour * span / 3600.0)
+    pushes = rng.uniform(0, span, size=n)
+    times = np.sort(np.concatenate([[-3600.0], pushes, np.asarray(forced, dtype=float)]))
+    shas = [bytes(row).hex() for row in rng.integers(0, 256, size=(len(times), 20), dtype=np.uint8)]
+    return Commits(times=times, shas=shas)
+
+
+def _run_times(scenario: Scenario, rate_per_hour: float, rng: np.random.Generator) -> np.ndarray:
+    # Office hours bring more pushes: thin a homogeneous process by a daily sine whose mean is 1.
+    span, amp = scenario.duration_s, min(max(scenario.diurnal, 0.0), 0.95)
+    peak = rate_per_hour * (1 + amp) / 3600.0
+    cand = np.sort(rng.uniform(0, span, size=rng.poisson(peak * span)))
+    hour = (cand / 3600.0 + scenario.start.hour + scenario.start.minute / 60.0) % 24
+    keep = rng.random(len(cand)) < (1 + amp * np.sin(2 * np.pi * (hour - 8) / 24)) / (1 + amp)
+    return cand[keep]
+
+
+class EphemeralNames:
+    """Single-use runner ids, as GitHub's ARC or GitLab's autoscaler hand them out."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        self._seen: set[str] = set()
+
+    def make(self, pool: str, count: int) -> list[str]:
+        out: list[str] = []
+        while len(out) < count:
+            name = f"{pool}-{int(self._rng.integers(0, 2**48)):012x}"
+            if name not in self._seen:
+                self._seen.add(name)
+                out.append(name)
+        return out
+
+
+def assign(topo: Topology, pool: int, shards: np.ndarray, rng: np.random.Generator,
+           names: EphemeralNames) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Runner, agent and machine for each shard job of `pool`."""
+    spec = topo.pools[pool]
+    n = len(shards)
+    if spec.ephemeral:
+        hosts = np.flatnonzero(topo.machine_pool == pool)
+        machine = hosts[rng.integers(0, len(hosts), size=n)]
+        agent = np.array([int(np.flatnonzero(topo.agent_machine == m)[0]) for m in machine.tolist()],
+                         dtype=np.int64)
+        return np.full(n, -1, dtype=np.int64), agent, machine, names.make(spec.name, n)
+    runners = topo.pool_runners(pool)
+    if spec.sharding == "static":
+        runner = runners[shards % len(runners)]
+    elif spec.sharding == "label":
+        groups = max(1, min(spec.label_groups, spec.runners))
+        runner = np.empty(n, dtype=np.int64)
+        for g in range(groups):
+            sel = shards % groups == g
+            members = runners[topo.runner_group[runners] == g]
+            runner[sel] = members[rng.integers(0, len(members), size=int(sel.sum()))]
+    else:
+        runner = runners[rng.integers(0, len(runners), size=n)]
+    return runner, topo.runner_agent[runner], topo.runner_machine[runner], [""] * n
+
+
+def build_jobs(scenario: Scenario, topo: Topology, commits: Commits, rng: np.random.Generator,
+               names: EphemeralNames) -> Jobs:
+    parts: list[Jobs] = []
+    run_offset = 0
+    for p, spec in enumerate(topo.pools):
+        count = spec.shard_count()
+        runs = _run_times(scenario, scenario.jobs_per_runner_per_hour * spec.runners / count, rng)
+        shards = np.tile(np.arange(count), len(runs))
+        run = np.repeat(np.arange(len(runs)), count)
+        start = runs[run] + rng.exponential(45.0, size=len(run))  # queueing
+        runner, agent, machine, eph = assign(topo, p, shards, rng, names)
+        parts.append(Jobs(np.full(len(run), p, dtype=np.int64), shards, agent, machine, runner, eph, start,
+                          run + run_offset, commits.at(runs)[run], np.ones(len(run), dtype=np.int64)))
+        run_offset += len(runs)
+    jobs = Jobs.concat(parts)
+    keep = np.flatnonzero(jobs.start < scenario.duration_s)
+    return jobs.take(keep)
