@@ -1,7 +1,7 @@
 """A seeded fleet simulator with known truth: CI results and agent reports for a fleet with injected causes.
 
-    fleet = simulate(kitchen_sink(), seed=1)
-    fleet.validate(); fleet.truth.sick  # {("runner", "linux-03"), ...}
+fleet = simulate(kitchen_sink(), seed=1)
+fleet.validate(); fleet.truth.sick  # {("runner", "linux-03"), ...}
 """
 
 from tests.sim.catalog import CATEGORIES, Catalog, build_catalog

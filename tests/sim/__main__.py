@@ -33,8 +33,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.truth, "w", encoding="utf-8") as fh:
             json.dump(fleet.truth.to_json(), fh, indent=2)
             fh.write("\n")
-    print(f"{args.scenario} seed {args.seed}: {len(fleet.results)} results, {len(fleet.reports)} reports, "
-          f"{len(fleet.truth.sick)} sick, generated in {elapsed:.1f}s", file=sys.stderr)
+    print(
+        f"{args.scenario} seed {args.seed}: {len(fleet.results)} results, {len(fleet.reports)} reports, "
+        f"{len(fleet.truth.sick)} sick, generated in {elapsed:.1f}s",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -42,11 +42,47 @@ _MODULES = {
     TIME: ("tokens", "scheduler", "expiry", "tls", "cron", "rate_limit", "session", "retry_backoff"),
     MEMORY: ("large_sort", "image_resize", "parser_big", "dataframe", "cache_lru", "compress"),
 }
-_VERBS = ("reads", "writes", "handles", "rejects", "returns", "parses", "creates", "updates", "retries",
-          "expires", "streams", "merges", "renders", "validates", "resolves", "loads", "rotates")
-_NOUNS = ("empty_input", "large_file", "unicode", "timeout", "missing_key", "defaults", "nested", "batch",
-          "headers", "redirect", "symlink", "permissions", "partial", "config", "token", "snapshot",
-          "utf8_path", "zero_length", "many_workers", "cancel")
+_VERBS = (
+    "reads",
+    "writes",
+    "handles",
+    "rejects",
+    "returns",
+    "parses",
+    "creates",
+    "updates",
+    "retries",
+    "expires",
+    "streams",
+    "merges",
+    "renders",
+    "validates",
+    "resolves",
+    "loads",
+    "rotates",
+)
+_NOUNS = (
+    "empty_input",
+    "large_file",
+    "unicode",
+    "timeout",
+    "missing_key",
+    "defaults",
+    "nested",
+    "batch",
+    "headers",
+    "redirect",
+    "symlink",
+    "permissions",
+    "partial",
+    "config",
+    "token",
+    "snapshot",
+    "utf8_path",
+    "zero_length",
+    "many_workers",
+    "cancel",
+)
 _DURATION_MEDIAN = {PLAIN: 0.08, IO: 0.8, BUILD: 6.0, NETWORK: 1.2, TIME: 0.4, MEMORY: 3.0}
 
 

@@ -34,8 +34,12 @@ class Results:
 
     @staticmethod
     def concat(parts: list[Results]) -> Results:
-        return Results(*(np.concatenate([getattr(p, f) for p in parts])
-                         for f in ("test", "job", "t", "duration", "outcome", "cause")))
+        return Results(
+            *(
+                np.concatenate([getattr(p, f) for p in parts])
+                for f in ("test", "job", "t", "duration", "outcome", "cause")
+            )
+        )
 
 
 class Causes:
@@ -76,9 +80,18 @@ class _Draw:
         self.fired[hit] = True
 
 
-def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health, plan: Plan,
-            commits: Commits, causes: Causes, jobs: Jobs, job_offset: int,
-            rng: np.random.Generator) -> Results:
+def execute(
+    scenario: Scenario,
+    catalog: Catalog,
+    topo: Topology,
+    health: Health,
+    plan: Plan,
+    commits: Commits,
+    causes: Causes,
+    jobs: Jobs,
+    job_offset: int,
+    rng: np.random.Generator,
+) -> Results:
     shard_lists = [[catalog.shards[p.name][k] for k in range(p.shard_count())] for p in topo.pools]
     per_job = [shard_lists[p][k] for p, k in zip(jobs.pool.tolist(), jobs.shard.tolist(), strict=True)]
     lens = np.array([len(x) for x in per_job], dtype=np.int64)
@@ -99,7 +112,7 @@ def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health
     aborted = np.zeros(len(test), dtype=bool)
     for j in np.flatnonzero(rng.random(len(jobs)) < scenario.job_abort_prob).tolist():
         cut = int(first[j] + rng.integers(0, lens[j]))
-        keep[cut + 1: first[j] + lens[j]] = False
+        keep[cut + 1 : first[j] + lens[j]] = False
         aborted[cut] = True
 
     agent, machine = jobs.agent[job], jobs.machine[job]
@@ -125,8 +138,11 @@ def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health
             p_sick = p_sick * np.clip((s.slow_threshold - ratio) / s.slow_threshold, 0.0, 1.0)
         draw.apply(idx, p_sick, causes.id(s.label, s.dimension))
     for tid, a, p_int in plan.interaction:
-        draw.apply(np.flatnonzero((test == tid) & (agent == a)), p_int,
-                   causes.id(f"interaction:{topo.agent_names[a]}", "interaction"))
+        draw.apply(
+            np.flatnonzero((test == tid) & (agent == a)),
+            p_int,
+            causes.id(f"interaction:{topo.agent_names[a]}", "interaction"),
+        )
     for tid, dim, p_res in plan.resource:
         idx = np.flatnonzero(test == tid)
         idx = idx[health.pressure(dim)[agent[idx], gi[idx]]]
@@ -152,8 +168,9 @@ def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health
     # A failing test usually stops early or hangs to a timeout, rarely takes its usual time.
     fail_scale = np.where(rng.random(len(test)) < 0.2, 8.0, rng.uniform(0.1, 1.0, size=len(test)))
     duration = np.where(draw.fired, duration * fail_scale, duration)
-    return Results(test[keep], job[keep] + job_offset, t[keep], duration[keep], outcome[keep],
-                   draw.cause[keep])
+    return Results(
+        test[keep], job[keep] + job_offset, t[keep], duration[keep], outcome[keep], draw.cause[keep]
+    )
 
 
 def failed_jobs(results: Results, n_jobs: int, job_offset: int) -> np.ndarray:

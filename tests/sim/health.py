@@ -158,8 +158,15 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
     )
 
 
-def _apply_bad(h: Health, rng: np.random.Generator, rows: np.ndarray, mask: np.ndarray,
-               dimension: Dimension, severe: bool, cache_id: int) -> None:
+def _apply_bad(
+    h: Health,
+    rng: np.random.Generator,
+    rows: np.ndarray,
+    mask: np.ndarray,
+    dimension: Dimension,
+    severe: bool,
+    cache_id: int,
+) -> None:
     """Overwrite the masked cells of `rows` with sick (`severe`) or warning-level readings."""
     for i, a in enumerate(rows.tolist()):
         m = mask[i]
@@ -208,8 +215,9 @@ def _ramp_disk(h: Health, rows: np.ndarray, t0: float, t1: float) -> None:
             h.disk_ratio[a, m] = h.disk_ratio[a, m] * (1 - frac) + 0.01 * frac
 
 
-def build_health(scenario: Scenario, topo: Topology, rollouts: list[Rollout],
-                 rng: np.random.Generator) -> Health:
+def build_health(
+    scenario: Scenario, topo: Topology, rollouts: list[Rollout], rng: np.random.Generator
+) -> Health:
     h = _healthy(scenario, topo, rng)
     lead = scenario.readings_lead_minutes * 60.0
     forever = scenario.duration_s + 86400.0
@@ -218,8 +226,9 @@ def build_health(scenario: Scenario, topo: Topology, rollouts: list[Rollout],
         for a in rows.tolist():
             h.image[a, h.t[a] >= ro.onset_s] = ro.image
         if ro.dimension != "unknown":
-            _apply_bad(h, rng, rows, _window(h, rows, ro.onset_s, forever), ro.dimension, True,
-                       2000 + ro.image)
+            _apply_bad(
+                h, rng, rows, _window(h, rows, ro.onset_s, forever), ro.dimension, True, 2000 + ro.image
+            )
     for ev in scenario.events:
         if isinstance(ev, SickRunner | SickMachine | SickPool):
             if isinstance(ev, SickRunner):
@@ -265,4 +274,3 @@ def build_health(scenario: Scenario, topo: Topology, rollouts: list[Rollout],
 def apply_outage(h: Health, scenario: Scenario, outage: Outage, agents: np.ndarray) -> None:
     t0 = scenario.offset_s(outage.start)
     h.ntp_down[agents] |= _window(h, agents, t0, t0 + outage.minutes * 60.0)
-

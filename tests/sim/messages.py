@@ -49,14 +49,19 @@ MESSAGES: dict[str, tuple[str, ...]] = {
         "TimeoutError: worker did not respond within 2s",
         "AssertionError: expected 3 events, got 2",
     ),
-    "broken": ("AssertionError: expected status 200, got 500", "TypeError: parse() got an unexpected keyword "
-               "argument 'strict'"),
-    "platform": ("NotImplementedError: os.fork is not available on this platform",
-                 "AssertionError: path separator mismatch"),
-    "interaction": ("UnicodeDecodeError: 'ascii' codec can't decode byte 0xc3 in position {n}",
-                    "PermissionError: [Errno 13] Permission denied: '/opt/tool/cache'"),
-    "base": ("AssertionError", "AssertionError: assert 0.30000000000000004 == 0.3",
-             "KeyError: 'id'"),
+    "broken": (
+        "AssertionError: expected status 200, got 500",
+        "TypeError: parse() got an unexpected keyword argument 'strict'",
+    ),
+    "platform": (
+        "NotImplementedError: os.fork is not available on this platform",
+        "AssertionError: path separator mismatch",
+    ),
+    "interaction": (
+        "UnicodeDecodeError: 'ascii' codec can't decode byte 0xc3 in position {n}",
+        "PermissionError: [Errno 13] Permission denied: '/opt/tool/cache'",
+    ),
+    "base": ("AssertionError", "AssertionError: assert 0.30000000000000004 == 0.3", "KeyError: 'id'"),
     "abort": ("The runner has lost communication with the server. The job was cancelled.",),
 }
 

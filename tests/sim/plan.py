@@ -66,8 +66,9 @@ class Plan:
     slow_disks: list[tuple[str, int, float, float]] = field(default_factory=list)  # runner, agent, start, thr
 
 
-def _affected(catalog: Catalog, reachable: np.ndarray, dimension: Dimension, fail_prob: float,
-              rng: np.random.Generator) -> np.ndarray:
+def _affected(
+    catalog: Catalog, reachable: np.ndarray, dimension: Dimension, fail_prob: float, rng: np.random.Generator
+) -> np.ndarray:
     n = len(catalog)
     cats = DIMENSION_CATEGORIES[dimension]
     hit = np.isin(catalog.category, cats) if cats else rng.random(n) < 0.35
@@ -98,8 +99,9 @@ def _at(scenario: Scenario, seconds: float) -> datetime:
     return scenario.start + timedelta(seconds=seconds)
 
 
-def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
-               rng: np.random.Generator) -> tuple[Plan, TruthDraft]:
+def build_plan(
+    scenario: Scenario, catalog: Catalog, topo: Topology, rng: np.random.Generator
+) -> tuple[Plan, TruthDraft]:
     n = len(catalog)
     noisy = rng.random(n) < scenario.noisy_test_fraction
     lo = np.log(1e-4)
@@ -131,15 +133,30 @@ def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
             a = topo.agent_index(ev.runner)
             start = scenario.offset_s(ev.start)
             p = _affected(catalog, topo.reachable_tests(catalog, np.array([a])), "disk", ev.fail_prob, rng)
-            plan.sick.append(Sick(f"sick:runner:{ev.runner}", "agent", a, "disk", start, forever, p,
-                                  slow_threshold=ev.threshold))
+            plan.sick.append(
+                Sick(
+                    f"sick:runner:{ev.runner}",
+                    "agent",
+                    a,
+                    "disk",
+                    start,
+                    forever,
+                    p,
+                    slow_threshold=ev.threshold,
+                )
+            )
             plan.slow_disks.append((ev.runner, a, start, ev.threshold))
         elif isinstance(ev, SickMachine):
             m = topo.machine_index(ev.machine)
             onset = scenario.offset_s(ev.onset)
             end = scenario.offset_s(ev.end) if ev.end is not None else forever
-            p = _affected(catalog, topo.reachable_tests(catalog, topo.machine_agents(m)), ev.dimension,
-                          ev.fail_prob, rng)
+            p = _affected(
+                catalog,
+                topo.reachable_tests(catalog, topo.machine_agents(m)),
+                ev.dimension,
+                ev.fail_prob,
+                rng,
+            )
             plan.sick.append(Sick(f"sick:machine:{ev.machine}", "machine", m, ev.dimension, onset, end, p))
             mark("machine", ev.machine, ev.dimension, onset)
         elif isinstance(ev, SickPool):

@@ -52,9 +52,19 @@ def _job_runners(topo: Topology, jobs: Jobs, images: np.ndarray) -> list[dict[st
     return out
 
 
-def result_records(scenario: Scenario, catalog: Catalog, topo: Topology, jobs: Jobs, images: np.ndarray,
-                   job_ids: list[str], run_ids: list[str], commits: Commits, results: Results, causes: Causes,
-                   rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[str], np.ndarray]:
+def result_records(
+    scenario: Scenario,
+    catalog: Catalog,
+    topo: Topology,
+    jobs: Jobs,
+    images: np.ndarray,
+    job_ids: list[str],
+    run_ids: list[str],
+    commits: Commits,
+    results: Results,
+    causes: Causes,
+    rng: np.random.Generator,
+) -> tuple[list[dict[str, Any]], list[str], np.ndarray]:
     order = np.argsort(results.t, kind="stable")
     test = results.test[order].tolist()
     job = results.job[order].tolist()
@@ -96,46 +106,83 @@ def _disk(total: int, ratio: float, rtotal: int, root: float, write_ok: bool) ->
     free = int(total * ratio)
     inode_ratio = round(min(1.0, ratio * 1.2), 4)
     paths = [
-        {"path": "/", "mount_point": "/", "device": "/dev/sda1", "total_bytes": rtotal,
-         "free_bytes": int(rtotal * root), "free_ratio": root, "inodes_total": 1_966_080,
-         "inodes_free": int(1_966_080 * root), "inodes_free_ratio": root, "read_only": False,
-         "write_probe_ok": True},
-        {"path": "/work", "mount_point": "/work", "device": "/dev/sdb1", "total_bytes": total,
-         "free_bytes": free, "free_ratio": ratio, "inodes_total": total // 16384,
-         "inodes_free": int(total // 16384 * inode_ratio), "inodes_free_ratio": inode_ratio,
-         "read_only": False, "write_probe_ok": write_ok},
+        {
+            "path": "/",
+            "mount_point": "/",
+            "device": "/dev/sda1",
+            "total_bytes": rtotal,
+            "free_bytes": int(rtotal * root),
+            "free_ratio": root,
+            "inodes_total": 1_966_080,
+            "inodes_free": int(1_966_080 * root),
+            "inodes_free_ratio": root,
+            "read_only": False,
+            "write_probe_ok": True,
+        },
+        {
+            "path": "/work",
+            "mount_point": "/work",
+            "device": "/dev/sdb1",
+            "total_bytes": total,
+            "free_bytes": free,
+            "free_ratio": ratio,
+            "inodes_total": total // 16384,
+            "inodes_free": int(total // 16384 * inode_ratio),
+            "inodes_free_ratio": inode_ratio,
+            "read_only": False,
+            "write_probe_ok": write_ok,
+        },
     ]
     reading: dict[str, Any] = {"check": "disk", "status": "ok", "paths": paths}
     if not write_ok:
-        reading.update(status="problem", reason="WriteProbeFailed",
-                       message=f"/work: write probe failed, {free / GIB:.1f} GiB free")
+        reading.update(
+            status="problem",
+            reason="WriteProbeFailed",
+            message=f"/work: write probe failed, {free / GIB:.1f} GiB free",
+        )
     elif ratio < 0.10 or free < 2 * GIB:
-        reading.update(status="problem", reason="LowDiskSpace",
-                       message=f"/work: {free / GIB:.1f} GiB free ({ratio:.1%})")
+        reading.update(
+            status="problem", reason="LowDiskSpace", message=f"/work: {free / GIB:.1f} GiB free ({ratio:.1%})"
+        )
     return reading
 
 
 def _memory(total: int, avail: float, swap: float, psi: list[float], oom: int) -> dict[str, Any]:
     reading: dict[str, Any] = {
-        "check": "memory", "status": "ok", "total_bytes": total, "available_bytes": int(total * avail),
-        "available_ratio": avail, "swap_used_bytes": int(swap * 8 * GIB),
-        "psi_some_avg10": psi[0], "psi_some_avg60": psi[1], "psi_full_avg10": psi[2],
-        "psi_full_avg60": psi[3], "oom_kills": oom,
+        "check": "memory",
+        "status": "ok",
+        "total_bytes": total,
+        "available_bytes": int(total * avail),
+        "available_ratio": avail,
+        "swap_used_bytes": int(swap * 8 * GIB),
+        "psi_some_avg10": psi[0],
+        "psi_some_avg60": psi[1],
+        "psi_full_avg10": psi[2],
+        "psi_full_avg60": psi[3],
+        "oom_kills": oom,
     }
     if oom > 0:
         reading.update(status="problem", reason="OOMKill", message=f"{oom} OOM kills since last reading")
     elif avail < 0.10 or psi[0] > 25:
-        reading.update(status="problem", reason="MemoryPressure",
-                       message=f"{avail:.0%} available, PSI some avg10 {psi[0]:.0f}")
+        reading.update(
+            status="problem",
+            reason="MemoryPressure",
+            message=f"{avail:.0%} available, PSI some avg10 {psi[0]:.0f}",
+        )
     return reading
 
 
-_NO_ANSWER = {"check": "clock", "status": "unknown", "reason": "NoServerAnswered",
-              "message": "no NTP server answered"}
+_NO_ANSWER = {
+    "check": "clock",
+    "status": "unknown",
+    "reason": "NoServerAnswered",
+    "message": "no NTP server answered",
+}
 
 
-def _clock(count: int, down: bool, offsets: list[float], delays: list[float], strata: list[int],
-           errors: list[bool]) -> dict[str, Any]:
+def _clock(
+    count: int, down: bool, offsets: list[float], delays: list[float], strata: list[int], errors: list[bool]
+) -> dict[str, Any]:
     if down:
         return {**_NO_ANSWER, "servers": [{"server": s, "error": "timeout"} for s in NTP_SERVERS[:count]]}
     servers: list[dict[str, Any]] = []
@@ -145,8 +192,9 @@ def _clock(count: int, down: bool, offsets: list[float], delays: list[float], st
             servers.append({"server": NTP_SERVERS[i], "error": "timeout"})
             continue
         answered.append(offsets[i])
-        servers.append({"server": NTP_SERVERS[i], "offset_s": offsets[i], "delay_s": delays[i],
-                        "stratum": strata[i]})
+        servers.append(
+            {"server": NTP_SERVERS[i], "offset_s": offsets[i], "delay_s": delays[i], "stratum": strata[i]}
+        )
     if not answered:
         return {**_NO_ANSWER, "servers": servers}
     answered.sort()
@@ -175,9 +223,16 @@ class _CacheDigests:
                 content = _sha(self.salt, pool, name, epoch, bad if wrong else "ok")
                 files = 2000 + int(_sha(pool, name, epoch)[:4], 16) % 3000
                 files += int(content[:2], 16) % 7 if wrong else 0
-                out.append({"key": f"{name}-{lock}", "path": f"/work/_cache/{name}",
-                            "digest": f"sha256:{content}", "files": files, "bytes": files * 183_211,
-                            "full_rehash": False})
+                out.append(
+                    {
+                        "key": f"{name}-{lock}",
+                        "path": f"/work/_cache/{name}",
+                        "digest": f"sha256:{content}",
+                        "files": files,
+                        "bytes": files * 183_211,
+                        "full_rehash": False,
+                    }
+                )
             self.memo[key] = out
         return [dict(c) for c in self.memo[key]]
 
@@ -186,8 +241,13 @@ def _agent_identity(topo: Topology, a: int) -> dict[str, Any]:
     pool = topo.pools[int(topo.agent_pool[a])]
     r = int(topo.agent_runner[a])
     machine = topo.machine_names[int(topo.agent_machine[a])]
-    ident: dict[str, Any] = {"id": topo.agent_names[a], "machine": machine, "pool": pool.name, "image": "",
-                             "provider": pool.provider}
+    ident: dict[str, Any] = {
+        "id": topo.agent_names[a],
+        "machine": machine,
+        "pool": pool.name,
+        "image": "",
+        "provider": pool.provider,
+    }
     if r >= 0:
         labels = topo.runner_labels(r)
         if labels:
@@ -199,8 +259,9 @@ def _agent_identity(topo: Topology, a: int) -> dict[str, Any]:
     return ident
 
 
-def report_records(scenario: Scenario, topo: Topology, health: Health, seed: int,
-                   rng: np.random.Generator) -> tuple[list[dict[str, Any]], np.ndarray]:
+def report_records(
+    scenario: Scenario, topo: Topology, health: Health, seed: int, rng: np.random.Generator
+) -> tuple[list[dict[str, Any]], np.ndarray]:
     h = health
     shape = h.t.shape
     cells = np.argwhere(h.valid & h.sent)
@@ -264,25 +325,36 @@ def report_records(scenario: Scenario, topo: Topology, health: Health, seed: int
             _clock(ntp_count[a], down[a][k], offsets[a][k], delays[a][k], strata[a][k], errors[a][k]),
         ]
         if pool.caches:
-            readings.append({"check": "cache", "status": "ok",
-                             "caches": digests.caches(pool.name, pool.caches, epoch[a][k], bad[a][k])})
+            readings.append(
+                {
+                    "check": "cache",
+                    "status": "ok",
+                    "caches": digests.caches(pool.name, pool.caches, epoch[a][k], bad[a][k]),
+                }
+            )
         flags = unknown[a][k]
         for c in range(len(readings)):
             if flags[c]:
-                readings[c] = {"check": unknown_names[c], "status": "unknown", "reason": "CheckTimeout",
-                               "message": "check did not finish within 10s"}
+                readings[c] = {
+                    "check": unknown_names[c],
+                    "status": "unknown",
+                    "reason": "CheckTimeout",
+                    "message": "check did not finish within 10s",
+                }
         ident = dict(idents[a])
         ident["image"] = topo.images[image_l[a][k]]
         if "labels" in ident:
             ident["labels"] = list(ident["labels"])
-        records.append({
-            "agent_id": topo.agent_names[a],
-            "boot_id": boot_ids[(a, boot_l[a][k])],
-            "seq": seq_l[a][k],
-            "observed_at": stamps[idx],
-            "runner": ident,
-            "readings": readings,
-            "dropped": dropped_l[a][k],
-            "agent_version": AGENT_VERSION,
-        })
+        records.append(
+            {
+                "agent_id": topo.agent_names[a],
+                "boot_id": boot_ids[(a, boot_l[a][k])],
+                "seq": seq_l[a][k],
+                "observed_at": stamps[idx],
+                "runner": ident,
+                "readings": readings,
+                "dropped": dropped_l[a][k],
+                "agent_version": AGENT_VERSION,
+            }
+        )
     return records, epoch_ms

@@ -51,14 +51,18 @@ class _Picker:
 def seed_story() -> Scenario:
     """8 static-sharded linux runners; linux-03's disk fills and a dozen+ healthy tests of its shard fail
     for the last six hours; two genuinely flaky tests live on other shards."""
-    base = Scenario(pools=(PoolSpec("linux", 8, sharding="static", images=("ubuntu-22.04-20260901",)),),
-                    duration_days=2.0)
+    base = Scenario(
+        pools=(PoolSpec("linux", 8, sharding="static", images=("ubuntu-22.04-20260901",)),), duration_days=2.0
+    )
     pick = _Picker(build_catalog(base))
-    return replace(base, events=(
-        SickRunner("linux-03", "disk", onset=_h(42)),
-        FlakyTest(pick("linux", 5, "network"), p=0.15),
-        FlakyTest(pick("linux", 6, "time"), p=0.08),
-    ))
+    return replace(
+        base,
+        events=(
+            SickRunner("linux-03", "disk", onset=_h(42)),
+            FlakyTest(pick("linux", 5, "network"), p=0.15),
+            FlakyTest(pick("linux", 6, "time"), p=0.08),
+        ),
+    )
 
 
 def kitchen_sink() -> Scenario:
@@ -66,12 +70,33 @@ def kitchen_sink() -> Scenario:
     base = Scenario(
         pools=(
             PoolSpec("linux", 16, sharding="static", images=("ubuntu-22.04-20260901",)),
-            PoolSpec("mac", 8, runners_per_machine=2, sharding="label", shards=8,
-                     images=("macos-14-20260815",), labels=("macos", "arm64")),
-            PoolSpec("k8s", 12, ephemeral=True, hosts=4, shards=6, images=("runner-image-2026.09",),
-                     suites=("unit", "api", "build"), labels=("linux", "x64")),
-            PoolSpec("arm", 4, shards=4, images=("ubuntu-arm-20260901",), suites=("unit", "build"),
-                     labels=("linux", "arm64")),
+            PoolSpec(
+                "mac",
+                8,
+                runners_per_machine=2,
+                sharding="label",
+                shards=8,
+                images=("macos-14-20260815",),
+                labels=("macos", "arm64"),
+            ),
+            PoolSpec(
+                "k8s",
+                12,
+                ephemeral=True,
+                hosts=4,
+                shards=6,
+                images=("runner-image-2026.09",),
+                suites=("unit", "api", "build"),
+                labels=("linux", "x64"),
+            ),
+            PoolSpec(
+                "arm",
+                4,
+                shards=4,
+                images=("ubuntu-arm-20260901",),
+                suites=("unit", "build"),
+                labels=("linux", "arm64"),
+            ),
         ),
         n_tests=400,
         duration_days=3.0,
@@ -79,30 +104,33 @@ def kitchen_sink() -> Scenario:
     )
     pick = _Picker(build_catalog(base))
     linux_shard = {f"linux-{k + 1:02d}": k for k in range(16)}
-    return replace(base, events=(
-        SickRunner("linux-03", "disk", onset=_h(30)),
-        SickRunner("linux-11", "clock", onset=_h(50), end=_h(62)),
-        SickRunner("mac-05", "cache", onset=_h(40)),
-        SlowDisk("linux-14", start=_h(0), days=2.6),
-        SickMachine("k8s-host-02", "memory", onset=_h(36)),
-        SickMachine("mac-vm-02", "disk", onset=_h(55)),
-        BadImage("ubuntu-22.04-20260920", "linux", onset=_h(58), fraction_of_pool=0.25),
-        SickPool("arm", "unknown", onset=_h(64)),
-        Outage(start=_h(26), minutes=40),
-        WarningRunner("linux-07", "disk"),
-        WarningRunner("mac-02", "clock"),
-        PeriodicPressure("linux-09", "memory"),
-        ResourceSensitiveTest(pick("linux", linux_shard["linux-09"], "memory"), "memory"),
-        ResourceSensitiveTest(pick("linux", linux_shard["linux-07"], "io"), "disk"),
-        FlakyTest(pick("linux", 1, "network"), p=0.2),
-        FlakyTest(pick("linux", 9, "time"), p=0.1),
-        FlakyTest(pick("mac", 3, "plain"), p=0.05),
-        FlakyTest(pick("k8s", 2, "plain"), p=0.12),
-        BrokenTest(pick("linux", 5, "plain"), since=_h(40)),
-        PlatformTest(pick("mac", 6, "io"), "mac"),
-        Interaction(pick("linux", linux_shard["linux-13"], "plain"), "linux-13", p=0.6),
-        HardShard("linux", 4, p=0.02),
-    ))
+    return replace(
+        base,
+        events=(
+            SickRunner("linux-03", "disk", onset=_h(30)),
+            SickRunner("linux-11", "clock", onset=_h(50), end=_h(62)),
+            SickRunner("mac-05", "cache", onset=_h(40)),
+            SlowDisk("linux-14", start=_h(0), days=2.6),
+            SickMachine("k8s-host-02", "memory", onset=_h(36)),
+            SickMachine("mac-vm-02", "disk", onset=_h(55)),
+            BadImage("ubuntu-22.04-20260920", "linux", onset=_h(58), fraction_of_pool=0.25),
+            SickPool("arm", "unknown", onset=_h(64)),
+            Outage(start=_h(26), minutes=40),
+            WarningRunner("linux-07", "disk"),
+            WarningRunner("mac-02", "clock"),
+            PeriodicPressure("linux-09", "memory"),
+            ResourceSensitiveTest(pick("linux", linux_shard["linux-09"], "memory"), "memory"),
+            ResourceSensitiveTest(pick("linux", linux_shard["linux-07"], "io"), "disk"),
+            FlakyTest(pick("linux", 1, "network"), p=0.2),
+            FlakyTest(pick("linux", 9, "time"), p=0.1),
+            FlakyTest(pick("mac", 3, "plain"), p=0.05),
+            FlakyTest(pick("k8s", 2, "plain"), p=0.12),
+            BrokenTest(pick("linux", 5, "plain"), since=_h(40)),
+            PlatformTest(pick("mac", 6, "io"), "mac"),
+            Interaction(pick("linux", linux_shard["linux-13"], "plain"), "linux-13", p=0.6),
+            HardShard("linux", 4, p=0.02),
+        ),
+    )
 
 
 def quiet_fleet() -> Scenario:
@@ -115,24 +143,33 @@ def quiet_fleet() -> Scenario:
         duration_days=2.0,
     )
     pick = _Picker(build_catalog(base))
-    return replace(base, events=(
-        FlakyTest(pick("linux", 0, "network"), p=0.1),
-        FlakyTest(pick("linux", 4, "time"), p=0.05),
-        FlakyTest(pick("k8s", 1, "plain"), p=0.15),
-    ))
+    return replace(
+        base,
+        events=(
+            FlakyTest(pick("linux", 0, "network"), p=0.1),
+            FlakyTest(pick("linux", 4, "time"), p=0.05),
+            FlakyTest(pick("k8s", 1, "plain"), p=0.15),
+        ),
+    )
 
 
 def storm() -> Scenario:
     """Three workers, two of them sick at once (disk, memory), then a fleet-wide outage."""
-    base = Scenario(pools=(PoolSpec("workers", 3, shards=3, provider="buildbot", caches=("ccache",)),),
-                    duration_days=2.0, jobs_per_runner_per_hour=3.0)
+    base = Scenario(
+        pools=(PoolSpec("workers", 3, shards=3, provider="buildbot", caches=("ccache",)),),
+        duration_days=2.0,
+        jobs_per_runner_per_hour=3.0,
+    )
     pick = _Picker(build_catalog(base))
-    return replace(base, events=(
-        SickRunner("workers-01", "disk", onset=_h(30)),
-        SickRunner("workers-02", "memory", onset=_h(30.2)),
-        Outage(start=_h(40), minutes=45),
-        FlakyTest(pick("workers", 0, "plain"), p=0.1),
-    ))
+    return replace(
+        base,
+        events=(
+            SickRunner("workers-01", "disk", onset=_h(30)),
+            SickRunner("workers-02", "memory", onset=_h(30.2)),
+            Outage(start=_h(40), minutes=45),
+            FlakyTest(pick("workers", 0, "plain"), p=0.1),
+        ),
+    )
 
 
 SCENARIOS = {

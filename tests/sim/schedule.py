@@ -31,9 +31,18 @@ class Jobs:
         return len(self.start)
 
     def take(self, idx: np.ndarray) -> Jobs:
-        return Jobs(self.pool[idx], self.shard[idx], self.agent[idx], self.machine[idx], self.runner[idx],
-                    [self.eph_name[i] for i in idx.tolist()], self.start[idx], self.run[idx],
-                    self.commit[idx], self.attempt[idx])
+        return Jobs(
+            self.pool[idx],
+            self.shard[idx],
+            self.agent[idx],
+            self.machine[idx],
+            self.runner[idx],
+            [self.eph_name[i] for i in idx.tolist()],
+            self.start[idx],
+            self.run[idx],
+            self.commit[idx],
+            self.attempt[idx],
+        )
 
     @staticmethod
     def concat(parts: list[Jobs]) -> Jobs:
@@ -41,9 +50,18 @@ class Jobs:
             out: np.ndarray = np.concatenate([getattr(p, name) for p in parts])
             return out
 
-        return Jobs(cat("pool"), cat("shard"), cat("agent"), cat("machine"), cat("runner"),
-                    [n for p in parts for n in p.eph_name], cat("start"), cat("run"), cat("commit"),
-                    cat("attempt"))
+        return Jobs(
+            cat("pool"),
+            cat("shard"),
+            cat("agent"),
+            cat("machine"),
+            cat("runner"),
+            [n for p in parts for n in p.eph_name],
+            cat("start"),
+            cat("run"),
+            cat("commit"),
+            cat("attempt"),
+        )
 
 
 @dataclass
@@ -92,16 +110,18 @@ class EphemeralNames:
         return out
 
 
-def assign(topo: Topology, pool: int, shards: np.ndarray, rng: np.random.Generator,
-           names: EphemeralNames) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def assign(
+    topo: Topology, pool: int, shards: np.ndarray, rng: np.random.Generator, names: EphemeralNames
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Runner, agent and machine for each shard job of `pool`."""
     spec = topo.pools[pool]
     n = len(shards)
     if spec.ephemeral:
         hosts = np.flatnonzero(topo.machine_pool == pool)
         machine = hosts[rng.integers(0, len(hosts), size=n)]
-        agent = np.array([int(np.flatnonzero(topo.agent_machine == m)[0]) for m in machine.tolist()],
-                         dtype=np.int64)
+        agent = np.array(
+            [int(np.flatnonzero(topo.agent_machine == m)[0]) for m in machine.tolist()], dtype=np.int64
+        )
         return np.full(n, -1, dtype=np.int64), agent, machine, names.make(spec.name, n)
     runners = topo.pool_runners(pool)
     if spec.sharding == "static":
@@ -118,8 +138,9 @@ def assign(topo: Topology, pool: int, shards: np.ndarray, rng: np.random.Generat
     return runner, topo.runner_agent[runner], topo.runner_machine[runner], [""] * n
 
 
-def build_jobs(scenario: Scenario, topo: Topology, commits: Commits, rng: np.random.Generator,
-               names: EphemeralNames) -> Jobs:
+def build_jobs(
+    scenario: Scenario, topo: Topology, commits: Commits, rng: np.random.Generator, names: EphemeralNames
+) -> Jobs:
     parts: list[Jobs] = []
     run_offset = 0
     for p, spec in enumerate(topo.pools):
@@ -129,8 +150,20 @@ def build_jobs(scenario: Scenario, topo: Topology, commits: Commits, rng: np.ran
         run = np.repeat(np.arange(len(runs)), count)
         start = runs[run] + rng.exponential(45.0, size=len(run))  # queueing
         runner, agent, machine, eph = assign(topo, p, shards, rng, names)
-        parts.append(Jobs(np.full(len(run), p, dtype=np.int64), shards, agent, machine, runner, eph, start,
-                          run + run_offset, commits.at(runs)[run], np.ones(len(run), dtype=np.int64)))
+        parts.append(
+            Jobs(
+                np.full(len(run), p, dtype=np.int64),
+                shards,
+                agent,
+                machine,
+                runner,
+                eph,
+                start,
+                run + run_offset,
+                commits.at(runs)[run],
+                np.ones(len(run), dtype=np.int64),
+            )
+        )
         run_offset += len(runs)
     jobs = Jobs.concat(parts)
     keep = np.flatnonzero(jobs.start < scenario.duration_s)

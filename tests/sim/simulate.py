@@ -81,15 +81,23 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     run_ids = [f"run-{r + 1}" for r in run_rank.tolist()]
 
     images = job_images(all_jobs, topo, plan)
-    rec, cause_labels, rms = result_records(scenario, catalog, topo, all_jobs, images, job_ids, run_ids,
-                                            commits, results, causes, rngs[7])
+    rec, cause_labels, rms = result_records(
+        scenario, catalog, topo, all_jobs, images, job_ids, run_ids, commits, results, causes, rngs[7]
+    )
     reports, pms = report_records(scenario, topo, health, seed, rngs[7])
-    return Fleet(results=rec, reports=reports, truth=draft.freeze(), causes=cause_labels,
-                 result_ms=rms.tolist(), report_ms=pms.tolist())
+    return Fleet(
+        results=rec,
+        reports=reports,
+        truth=draft.freeze(),
+        causes=cause_labels,
+        result_ms=rms.tolist(),
+        report_ms=pms.tolist(),
+    )
 
 
-def _slow_disk_truth(scenario: Scenario, slow: list[tuple[str, int, float, float]], health: Health,
-                     draft: TruthDraft) -> None:
+def _slow_disk_truth(
+    scenario: Scenario, slow: list[tuple[str, int, float, float]], health: Health, draft: TruthDraft
+) -> None:
     """A slow disk's onset is when its readings first cross the threshold, as an operator would date it."""
     for runner, a, start, threshold in slow:
         below = np.flatnonzero((health.t[a] >= start) & (health.disk_ratio[a] < threshold) & health.valid[a])

@@ -131,9 +131,13 @@ def test_ndjson_merges_by_event_time(story: Fleet) -> None:
 
 def test_ndjson_without_cached_times_matches(story: Fleet) -> None:
     plain = Fleet(results=story.results[:500], reports=story.reports[:100], truth=story.truth)
-    cached = Fleet(results=story.results[:500], reports=story.reports[:100], truth=story.truth,
-                   result_ms=story.result_ms[:500] if story.result_ms else None,
-                   report_ms=story.report_ms[:100] if story.report_ms else None)
+    cached = Fleet(
+        results=story.results[:500],
+        reports=story.reports[:100],
+        truth=story.truth,
+        result_ms=story.result_ms[:500] if story.result_ms else None,
+        report_ms=story.report_ms[:100] if story.report_ms else None,
+    )
     assert list(plain.ndjson_lines()) == list(cached.ndjson_lines())
 
 
@@ -177,8 +181,11 @@ def test_sick_runner_fails_far_more_than_peers_after_onset(story: Fleet) -> None
     assert sick > 0.1
     assert sick > 10 * max(peers, 0.001)
     assert before < 0.02
-    broken = {r["test_id"] for r in story.results if r["runner"]["id"] == "linux-03"
-              and _t(r["time"]) >= onset and r["outcome"] in FAILING}
+    broken = {
+        r["test_id"]
+        for r in story.results
+        if r["runner"]["id"] == "linux-03" and _t(r["time"]) >= onset and r["outcome"] in FAILING
+    }
     assert len(broken) >= 12  # breadth: a sick runner breaks many unrelated tests
     # Static sharding: those tests ran nowhere else, and before onset they passed on linux-03.
     assert all(r["runner"]["id"] == "linux-03" for r in story.results if r["test_id"] in broken)
@@ -189,11 +196,17 @@ def test_sick_disk_shows_in_readings_slightly_before_onset(story: Fleet) -> None
     mine = [r for r in story.reports if r["agent_id"] == "linux-03"]
     after = [x for r in mine if _t(r["observed_at"]) >= onset and (x := _work_ratio(r)) is not None]
     assert after and max(after) < 0.02
-    just_before = [x for r in mine if onset - timedelta(minutes=14) <= _t(r["observed_at"]) < onset
-                   and (x := _work_ratio(r)) is not None]
+    just_before = [
+        x
+        for r in mine
+        if onset - timedelta(minutes=14) <= _t(r["observed_at"]) < onset and (x := _work_ratio(r)) is not None
+    ]
     assert just_before and max(just_before) < 0.02
-    long_before = [x for r in mine if _t(r["observed_at"]) < onset - timedelta(hours=3)
-                   and (x := _work_ratio(r)) is not None]
+    long_before = [
+        x
+        for r in mine
+        if _t(r["observed_at"]) < onset - timedelta(hours=3) and (x := _work_ratio(r)) is not None
+    ]
     assert min(long_before) > 0.2
 
 
@@ -276,8 +289,11 @@ def test_ephemeral_runners_are_single_use_and_report_under_their_machine(sink: F
     assert all(len(j) == 1 for j in jobs_per_runner.values())
     eph_agents = {rep["agent_id"] for rep in sink.reports if rep["runner"].get("ephemeral")}
     assert eph_agents == {f"k8s-host-{i:02d}" for i in range(1, 5)}
-    assert all(rep["runner"]["id"] == rep["runner"]["machine"] for rep in sink.reports
-               if rep["runner"].get("ephemeral"))
+    assert all(
+        rep["runner"]["id"] == rep["runner"]["machine"]
+        for rep in sink.reports
+        if rep["runner"].get("ephemeral")
+    )
 
 
 def test_sick_readings_show_their_dimension(sink: Fleet) -> None:
@@ -286,12 +302,16 @@ def test_sick_readings_show_their_dimension(sink: Fleet) -> None:
         return [_readings(r) for r in mine if _t(r["observed_at"]) >= onset]
 
     clock_onset = sink.truth.sick_onset[("runner", "linux-11")]
-    clock = [rd["clock"] for rd in after("linux-11", clock_onset)[:100]
-             if rd["clock"].get("offset_s") is not None]
+    clock = [
+        rd["clock"] for rd in after("linux-11", clock_onset)[:100] if rd["clock"].get("offset_s") is not None
+    ]
     assert clock and all(25 < c["offset_s"] < 35 for c in clock)
     assert all(all(25 < s["offset_s"] < 35 for s in c["servers"] if "offset_s" in s) for c in clock)
-    mem = [rd["memory"] for rd in after("k8s-host-02", sink.truth.sick_onset[("machine", "k8s-host-02")])
-           if rd["memory"]["status"] != "unknown"]
+    mem = [
+        rd["memory"]
+        for rd in after("k8s-host-02", sink.truth.sick_onset[("machine", "k8s-host-02")])
+        if rd["memory"]["status"] != "unknown"
+    ]
     assert mem and all(m["available_ratio"] < 0.07 and m["psi_some_avg10"] > 25 for m in mem)
     assert sum(m["oom_kills"] for m in mem) > len(mem)
 
@@ -316,15 +336,18 @@ def test_poisoned_cache_differs_from_the_pool_majority(sink: Fleet) -> None:
 
 
 def test_outage_fails_most_runners_at_once(sink: Fleet) -> None:
-    (start, end), = sink.truth.outages
+    ((start, end),) = sink.truth.outages
     inside = [r for r in sink.results if start <= _t(r["time"]) < end]
     machines = {r["runner"]["machine"] for r in inside}
     failing = {r["runner"]["machine"] for r in inside if r["outcome"] in FAILING}
     assert len(failing) >= 0.6 * len(machines)
     net_rate, _ = _rate([r for r in inside if "/net/" in r["test_id"]])
     assert net_rate > 0.3
-    down = [r for r in sink.reports if start <= _t(r["observed_at"]) < end
-            and _readings(r)["clock"].get("reason") == "NoServerAnswered"]
+    down = [
+        r
+        for r in sink.reports
+        if start <= _t(r["observed_at"]) < end and _readings(r)["clock"].get("reason") == "NoServerAnswered"
+    ]
     assert len({r["agent_id"] for r in down}) >= 0.6 * len({r["agent_id"] for r in sink.reports})
 
 
@@ -387,8 +410,9 @@ def test_warning_runners_have_bad_readings_but_no_failure_excess(sink: Fleet) ->
         reps = [_readings(r) for r in sink.reports if r["agent_id"] == runner]
         assert any(any(x["status"] == "problem" for x in rd.values()) for rd in reps), runner
         special = sink.truth.resource_sensitive_tests | sink.truth.broken_tests | sink.truth.flaky_tests
-        mine, n = _rate([r for r in sink.results
-                         if r["runner"]["id"] == runner and r["test_id"] not in special])
+        mine, n = _rate(
+            [r for r in sink.results if r["runner"]["id"] == runner and r["test_id"] not in special]
+        )
         assert n > 500 and mine < 0.02, (runner, mine)
 
 
@@ -425,8 +449,10 @@ def test_unknown_names_are_refused() -> None:
 
 
 def test_multi_runner_vms_and_label_routing() -> None:
-    scenario = Scenario(pools=(PoolSpec("mac", 6, runners_per_machine=3, sharding="label", label_groups=2),),
-                        duration_days=0.5)
+    scenario = Scenario(
+        pools=(PoolSpec("mac", 6, runners_per_machine=3, sharding="label", label_groups=2),),
+        duration_days=0.5,
+    )
     fleet = simulate(scenario, 1)
     fleet.validate()
     machines = {r["runner"]["id"]: r["runner"]["machine"] for r in fleet.results}
@@ -440,9 +466,25 @@ def test_multi_runner_vms_and_label_routing() -> None:
 
 def test_cli_writes_ndjson_and_truth(tmp_path: Path) -> None:
     out, truth = tmp_path / "fleet.ndjson", tmp_path / "truth.json"
-    proc = subprocess.run([sys.executable, "-m", "tests.sim", "--scenario", "storm", "--seed", "2", "--out",
-                           str(out), "--truth", str(truth)], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.sim",
+            "--scenario",
+            "storm",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--truth",
+            str(truth),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert "storm seed 2" in proc.stderr
     lines = out.read_text().splitlines()
     assert json.loads(lines[0])

@@ -26,8 +26,12 @@ class Truth:
 
         return {
             "sick": [
-                {"kind": k, "entity": e, "dimension": self.sick_dimension[(k, e)],
-                 "onset": iso(self.sick_onset[(k, e)])}
+                {
+                    "kind": k,
+                    "entity": e,
+                    "dimension": self.sick_dimension[(k, e)],
+                    "onset": iso(self.sick_onset[(k, e)]),
+                }
                 for k, e in sorted(self.sick)
             ],
             "outages": [{"start": iso(a), "end": iso(b)} for a, b in self.outages],

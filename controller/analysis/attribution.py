@@ -1,0 +1,243 @@
+"""Attribution: name the coarsest entity that explains an excess, and no finer one.
+
+Levels are judged pool → image → machine → runner. A coarse cluster stands only if it survives
+dropping its worst child (an image whose excess is all on one host is that host's problem); once it
+stands, its executions in that stretch are taken out before the finer levels are judged, so a
+healthy host is never blamed for running a sick image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from controller.analysis.baseline import expected_failure
+from controller.analysis.clusters import (
+    Segment,
+    bh_cutoff,
+    breadth,
+    exact_p,
+    is_cluster,
+    max_segment,
+    scan_entities,
+)
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.evidence import Badness, examine
+from controller.analysis.frame import Frame
+from controller.analysis.levels import LEVELS, Level, build_levels
+
+
+@dataclass
+class Cluster:
+    segment: Segment
+    expected: np.ndarray  # per-row expectation used (full frame length)
+    child_note: str
+
+
+def find_clusters(
+    frame: Frame, usable: np.ndarray, bins: np.ndarray, badness: Badness, config: AnalysisConfig
+) -> tuple[list[Cluster], float, int]:
+    """Clusters attributed to the right level; also the BH p-value cutoff and the number of tests."""
+    levels = build_levels(frame, usable)
+    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+
+    # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
+    # them together. A first pass finds the obvious clusters; the second judges everyone again against
+    # peers with those clusters' executions left out of the rates, so a fleet with several sick
+    # entities does not raise everyone's expectations and hide the next one.
+    first, p_values, tested = _all_levels(levels, frame, usable, usable, bins, config)
+    cutoff = bh_cutoff(p_values, tested, config.fdr_q)
+    contaminated = np.zeros(frame.size, bool)
+    for name in LEVELS:
+        segments, expected = first[name]
+        for segment in segments:
+            breadth(segment, test, job, fail, expected)
+            if is_cluster(segment, cutoff, config):
+                contaminated |= _stretch(frame, levels[name], segment, bins)
+    reference = usable & ~contaminated
+    if contaminated.any():
+        first, p_values, tested = _all_levels(levels, frame, usable, reference, bins, config)
+        cutoff = bh_cutoff(p_values, tested, config.fdr_q)
+
+    clusters: list[Cluster] = []
+    explained = np.zeros(frame.size, bool)
+    for name in LEVELS:
+        level = levels[name]
+        if explained.any():
+            segments, expected, _ = _scan(
+                level, frame, usable & ~explained, reference & ~explained, bins, config
+            )
+        else:
+            segments, expected = first[name]
+        for segment in segments:
+            breadth(segment, test, job, fail, expected)
+            if not is_cluster(segment, cutoff, config):
+                continue
+            note = _spread_over_children(segment, level, frame, usable, expected, cutoff, config)
+            if note and not _one_cause(segment, level, frame, badness, config):
+                note = None
+            if note is None:
+                continue
+            segment.q_value = _q_value(segment.p_adjusted, p_values, tested)
+            clusters.append(Cluster(segment, expected, note))
+        for cluster in clusters:
+            if cluster.segment.level == name:
+                explained |= _stretch(frame, level, cluster.segment, bins)
+    return clusters, cutoff, tested
+
+
+def _all_levels(
+    levels: dict[str, Level],
+    frame: Frame,
+    usable: np.ndarray,
+    reference: np.ndarray,
+    bins: np.ndarray,
+    config: AnalysisConfig,
+) -> tuple[dict[str, tuple[list[Segment], np.ndarray]], list[float], int]:
+    found: dict[str, tuple[list[Segment], np.ndarray]] = {}
+    p_values: list[float] = []
+    tested = 0
+    for name in LEVELS:
+        segments, expected, count = _scan(levels[name], frame, usable, reference, bins, config)
+        found[name] = (segments, expected)
+        p_values += [s.p_adjusted for s in segments]
+        tested += count
+    return found, p_values, tested
+
+
+def _scan(
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    reference: np.ndarray,
+    bins: np.ndarray,
+    config: AnalysisConfig,
+) -> tuple[list[Segment], np.ndarray, int]:
+    rows = usable & (level.entity >= 0)
+    expected = np.zeros(frame.size)
+    if not rows.any():
+        return [], expected, 0
+    base = usable
+    expected[base] = expected_failure(
+        test=frame.cols["test"][base],
+        entity=np.where(level.entity[base] >= 0, level.entity[base], -1),
+        peers=level.peers[base],
+        bins=bins[base],
+        fail=frame.fail[base],
+        radius=config.baseline_radius_bins,
+        peer_strength=config.peer_prior_strength,
+        history_strength=config.history_prior_strength,
+        reference=reference[base],
+    )
+    segments, count = scan_entities(level.name, level.entity, bins, frame.fail, expected, rows, config)
+    return segments, expected, count
+
+
+def _spread_over_children(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    cutoff: float,
+    config: AnalysisConfig,
+) -> str | None:
+    """None unless the excess is a common cause across the entity's children; else a note saying so.
+
+    A common cause (a bad image, a sick pool, a sick host under several runners) shows on most of the
+    children, survives dropping the worst of them, and starts on each child as soon as that child runs
+    under the entity in the stretch. Independent sick children do not line up like that.
+    """
+    if level.child is None:
+        return ""
+    rows = segment.rows
+    children = level.child[rows]
+    if (children < 0).all():
+        return "ephemeral runners: judged by their host"
+    fail = frame.fail
+    codes, inverse = np.unique(children, return_inverse=True)
+    obs = np.bincount(inverse, weights=fail[rows].astype(float))
+    exp = np.bincount(inverse, weights=expected[rows])
+    n = np.bincount(inverse)
+    considered = n >= 3
+    elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp))
+    if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
+        return None
+    worst = int(np.argmax(obs - exp))
+    o, x, k = obs.sum() - obs[worst], exp.sum() - exp[worst], n.sum() - n[worst]
+    p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
+    if p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5):
+        return None
+    stretch_start = segment.first_bin * config.bin_s * 1000
+    tolerance = 2 * config.bin_s * 1000
+    aligned = 0
+    for i in np.flatnonzero(elevated):
+        mine = (level.entity == segment.entity) & (level.child == codes[i]) & usable
+        began = max(stretch_start, int(frame.time_ms[mine].min()))
+        child_onset = _onset(rows[inverse == i], frame, expected, bins_ms=config.bin_s * 1000, config=config)
+        before = mine & (frame.time_ms >= began) & (frame.time_ms < child_onset)
+        jobs_before = _jobs_in(frame, before)
+        if child_onset - began <= tolerance or jobs_before < 3:
+            aligned += 1
+    if aligned * 3 < 2 * int(elevated.sum()):
+        return None
+    kind = "runners" if level.name == "machine" else "hosts"
+    return f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
+
+
+def _one_cause(
+    segment: Segment, level: Level, frame: Frame, badness: Badness, config: AnalysisConfig
+) -> bool:
+    """False when the children's own readings name different sick dimensions: two hosts with a full
+    disk and an exhausted memory are two problems that happened together, not one sick image."""
+    if level.child is None:
+        return True
+    column, reader = ("runner", "r_runner") if level.name == "machine" else ("machine", "r_machine")
+    rows = segment.rows
+    failed = rows[frame.fail[rows]]
+    named = set()
+    for child in np.unique(frame.cols[column][failed]):
+        child_failed = failed[frame.cols[column][failed] == child]
+        if child_failed.size < config.min_failures:
+            continue
+        readings = np.flatnonzero(getattr(frame, reader) == child)
+        onset = int(frame.time_ms[child_failed].min())
+        finding = examine(
+            frame, badness, readings, child_failed, onset, int(frame.time_ms[child_failed].max()), config
+        )
+        if finding.dimension != "unknown":
+            named.add(finding.dimension)
+    return len(named) <= 1
+
+
+def _onset(rows: np.ndarray, frame: Frame, expected: np.ndarray, bins_ms: int, config: AnalysisConfig) -> int:
+    """Where this child's own excess begins: the start of its most anomalous stretch."""
+    b = frame.time_ms[rows] // bins_ms
+    unique, inverse = np.unique(b, return_inverse=True)
+    obs = np.bincount(inverse, weights=frame.fail[rows].astype(float))
+    exp = np.bincount(inverse, weights=expected[rows])
+    score = obs * np.log(config.alternative_ratio) - (config.alternative_ratio - 1) * exp
+    found = max_segment(score)
+    first = unique[found[0]] if found else unique[0]
+    return int(first * bins_ms)
+
+
+def _jobs_in(frame: Frame, rows: np.ndarray) -> int:
+    """Distinct jobs among the rows (distinct bins where jobs are not named)."""
+    jobs = frame.cols["job"][rows]
+    if jobs.size and (jobs >= 0).all():
+        return int(np.unique(jobs).size)
+    return int(np.unique(frame.time_ms[rows] // 3_600_000).size)
+
+
+def _stretch(frame: Frame, level: Level, segment: Segment, bins: np.ndarray) -> np.ndarray:
+    inside: np.ndarray = (
+        (level.entity == segment.entity) & (bins >= segment.first_bin) & (bins <= segment.last_bin)
+    )
+    return inside
+
+
+def _q_value(p: float, p_values: list[float], tested: int) -> float:
+    rank = max(1, sum(1 for other in p_values if other <= p))
+    return min(1.0, p * max(tested, 1) / rank)

@@ -1,0 +1,189 @@
+"""Clusters beyond chance: for each entity, the stretch of time in which it failed far more of its
+tests than the same tests did on its peers.
+
+Each entity's executions are binned; a maximum-sum scan over the bins' Poisson log-likelihood ratio
+(for a rate `alternative_ratio` times the expected) finds the most anomalous stretch — its onset too,
+so a slow degradation over days is caught as well as a sudden one. The stretch is then tested
+exactly (binomial, conservative for unequal per-test probabilities) with a penalty for having been
+chosen among the entity's bins, and the false discovery rate is controlled across every entity and
+level tested (Benjamini–Hochberg). Breadth is required: many distinct tests and jobs, and the excess
+must survive dropping the single most-failing test (one test failing on one runner is a test × runner
+interaction, not a sick runner).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from controller.analysis.config import AnalysisConfig
+
+
+@dataclass
+class Segment:
+    level: str
+    entity: int
+    rows: np.ndarray  # indices into the frame, time-ordered
+    first_bin: int
+    last_bin: int
+    bins_tested: int
+    failures: int
+    executions: int
+    expected: float
+    p_value: float
+    p_adjusted: float
+    q_value: float = 1.0
+    distinct_tests: int = 0
+    failed_jobs: int = 0
+    without_top_test_p: float = 1.0
+    without_top_test_ratio: float = 0.0
+    top_test: int = -1
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.failures / self.expected if self.expected > 0 else math.inf
+
+
+def exact_p(failures: float, executions: float, expected: float) -> float:
+    if executions <= 0 or failures <= 0:
+        return 1.0
+    mean = min(max(expected / executions, 1e-12), 1.0)
+    return float(stats.binom.sf(failures - 1, executions, mean))
+
+
+def scan_entities(
+    level: str,
+    entity: np.ndarray,
+    bins: np.ndarray,
+    fail: np.ndarray,
+    expected: np.ndarray,
+    usable: np.ndarray,
+    config: AnalysisConfig,
+) -> tuple[list[Segment], int]:
+    """Candidate segments for every entity of one level; also returns how many entities were tested."""
+    idx = np.flatnonzero(usable & (entity >= 0))
+    if idx.size == 0:
+        return [], 0
+    order = idx[np.lexsort((bins[idx], entity[idx]))]
+    ent_sorted = entity[order]
+    starts = np.flatnonzero(np.concatenate([[True], ent_sorted[1:] != ent_sorted[:-1]]))
+    ends = np.concatenate([starts[1:], [order.size]])
+    log_r = math.log(config.alternative_ratio)
+    segments: list[Segment] = []
+    for s, e in zip(starts, ends, strict=True):
+        rows = order[s:e]
+        if int(fail[rows].sum()) < config.min_failures:
+            continue
+        b = bins[rows]
+        unique_bins, inverse = np.unique(b, return_inverse=True)
+        obs = np.bincount(inverse, weights=fail[rows].astype(float))
+        exp = np.bincount(inverse, weights=expected[rows])
+        score = obs * log_r - (config.alternative_ratio - 1) * exp
+        available = np.ones(unique_bins.size, bool)
+        for _ in range(config.max_segments_per_entity):
+            found = max_segment(np.where(available, score, -np.inf))
+            if found is None:
+                break
+            a, z = found
+            available[a : z + 1] = False
+            in_segment = (inverse >= a) & (inverse <= z)
+            seg_rows = rows[in_segment]
+            o, x, n = float(obs[a : z + 1].sum()), float(exp[a : z + 1].sum()), int(seg_rows.size)
+            p = exact_p(o, n, x)
+            penalty = unique_bins.size
+            if p * penalty > 0.05 or o < config.min_failures:
+                break
+            segments.append(
+                Segment(
+                    level=level,
+                    entity=int(ent_sorted[s]),
+                    rows=seg_rows,
+                    first_bin=int(unique_bins[a]),
+                    last_bin=int(unique_bins[z]),
+                    bins_tested=penalty,
+                    failures=int(o),
+                    executions=n,
+                    expected=x,
+                    p_value=p,
+                    p_adjusted=min(1.0, p * penalty),
+                )
+            )
+    return segments, int(starts.size)
+
+
+def max_segment(score: np.ndarray) -> tuple[int, int] | None:
+    """Kadane's maximum-sum contiguous run; None when no run has a positive sum."""
+    best, best_range = 0.0, None
+    running, start = 0.0, 0
+    for i, value in enumerate(score):
+        if value == -np.inf:
+            running, start = 0.0, i + 1
+            continue
+        if running <= 0:
+            running, start = value, i
+        else:
+            running += value
+        if running > best:
+            best, best_range = running, (start, i)
+    return best_range
+
+
+def bh_cutoff(p_values: list[float], tests: int, q: float) -> float:
+    """The largest p-value Benjamini–Hochberg accepts at rate q over `tests` hypotheses (untested ones
+    count as p = 1)."""
+    if not p_values:
+        return 0.0
+    ordered = np.sort(np.asarray(p_values))
+    m = max(tests, ordered.size)
+    ranks = np.arange(1, ordered.size + 1)
+    passing = ordered <= q * ranks / m
+    return float(ordered[np.flatnonzero(passing).max()]) if passing.any() else 0.0
+
+
+def q_values(p_values: list[float], tests: int) -> list[float]:
+    if not p_values:
+        return []
+    padded = np.concatenate([np.asarray(p_values), np.ones(max(0, tests - len(p_values)))])
+    return [float(v) for v in stats.false_discovery_control(padded, method="bh")[: len(p_values)]]
+
+
+def breadth(
+    segment: Segment,
+    test: np.ndarray,
+    job: np.ndarray,
+    fail: np.ndarray,
+    expected: np.ndarray,
+) -> None:
+    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the top test."""
+    rows = segment.rows
+    failed = rows[fail[rows]]
+    segment.distinct_tests = int(np.unique(test[failed]).size)
+    jobs = job[failed]
+    segment.failed_jobs = (
+        int(np.unique(jobs[jobs >= 0]).size) if (jobs >= 0).any() else segment.distinct_tests
+    )
+    if failed.size == 0:
+        return
+    tests, counts = np.unique(test[failed], return_counts=True)
+    top = int(tests[np.argmax(counts)])
+    segment.top_test = top
+    rest = rows[test[rows] != top]
+    o, x = float(fail[rest].sum()), float(expected[rest].sum())
+    segment.without_top_test_p = min(1.0, exact_p(o, rest.size, x) * segment.bins_tested)
+    segment.without_top_test_ratio = o / x if x > 0 else math.inf
+
+
+def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
+    return (
+        segment.p_adjusted <= cutoff
+        and segment.failures >= config.min_failures
+        and segment.ratio >= config.min_ratio
+        and segment.distinct_tests >= config.min_distinct_tests
+        and segment.failed_jobs >= config.min_failed_jobs
+        and segment.without_top_test_p <= max(cutoff, 1e-3)
+        and segment.without_top_test_ratio >= config.min_ratio / 1.5
+    )

@@ -1,0 +1,66 @@
+"""Every threshold the analysis uses, with the default an operator would start from."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AnalysisConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Time resolution.
+    bin_s: int = Field(default=3600, ge=60, description="bin of an entity's failure series")
+    baseline_radius_bins: int = Field(
+        default=24, ge=1, description="a test's peers are read within ± this many bins"
+    )
+    outage_bin_s: int = Field(default=300, ge=30)
+    outage_max_s: int = Field(
+        default=6 * 3600, description="a fleet-wide spike longer than this is not an outage"
+    )
+
+    # Clusters beyond chance.
+    fdr_q: float = Field(default=0.01, gt=0, lt=1, description="Benjamini–Hochberg false discovery rate")
+    alternative_ratio: float = Field(default=3.0, gt=1, description="rate ratio the segment scan looks for")
+    min_ratio: float = Field(default=3.0, ge=1, description="observed/expected failures a cluster needs")
+    min_failures: int = 3
+    min_distinct_tests: int = 3
+    min_failed_jobs: int = 2
+    peer_prior_strength: float = 4.0
+    history_prior_strength: float = 20.0
+    max_segments_per_entity: int = 3
+
+    # Outages.
+    outage_min_ratio: float = 3.0
+    outage_min_share: float = Field(default=0.5, description="share of active runners that must be failing")
+    outage_min_runners: int = 3
+    outage_p: float = 1e-6
+
+    # Evidence thresholds (from what operators already trust: Jenkins, etcd, Swarming).
+    disk_min_free_bytes: int = 1 << 30
+    disk_min_free_ratio: float = 0.05
+    inode_min_free_ratio: float = 0.05
+    memory_min_available_ratio: float = 0.05
+    memory_max_psi_full_avg10: float = 10.0
+    memory_max_psi_some_avg10: float = 50.0
+    clock_max_offset_s: float = 1.0
+    reading_stale_s: int = Field(default=1800, description="a reading speaks for at most this long")
+    evidence_lookback_s: int = 6 * 3600
+    evidence_min_coverage: float = Field(
+        default=0.5, description="share of the cluster's failures under bad readings"
+    )
+    resolve_after_executions: int = 20
+
+    # Flake scoring.
+    flake_min_executions: int = 10
+    flake_min_failures: int = 2
+    flake_floor: float = Field(
+        default=0.02, description="a flaky test's failure probability, conservative bound"
+    )
+    flake_half_life_days: float = 14.0
+    flake_max_top_share: float = Field(
+        default=0.8, description="share of failures on one runner above which it is an interaction"
+    )
+    broken_min_runs: int = 5
+    broken_min_rate: float = 0.95
+    resource_p: float = 0.01
+    resource_min_share: float = 0.7

@@ -1,0 +1,155 @@
+"""One analysis pass: outages, clusters and their attribution, evidence, incidents, runner health and
+flake scores — a pure function of the frame and `as_of`, so a backfill gives what live traffic did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from common.timeutil import iso
+from controller.analysis.attribution import find_clusters
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
+from controller.analysis.flake import FlakeInputs, score_tests
+from controller.analysis.frame import Frame
+from controller.analysis.levels import build_levels
+from controller.analysis.outages import Outage, find_outages, outage_mask
+from controller.analysis.verdict import build_incident
+
+HEALTH_ORDER = {"healthy": 0, "warning": 1, "suspect": 2, "sick": 3}
+
+
+@dataclass
+class Analysis:
+    as_of_ms: int
+    incidents: list[dict[str, Any]] = field(default_factory=list)
+    outages: list[dict[str, Any]] = field(default_factory=list)
+    health: dict[str, dict[str, Any]] = field(default_factory=dict)
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    discount: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    reasons: list[str] = field(default_factory=list)
+    bh_cutoff: float = 0.0
+    hypotheses: int = 0
+
+    def tests_by_id(self) -> dict[str, dict[str, Any]]:
+        return {t["test_id"]: t for t in self.tests}
+
+
+def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | None = None) -> Analysis:
+    config = config or AnalysisConfig()
+    if frame.size == 0:
+        return Analysis(as_of_ms=as_of_ms or 0)
+    as_of = int(frame.time_ms.max()) if as_of_ms is None else as_of_ms
+    selected = frame.time_ms <= as_of
+    bins = frame.time_ms // (config.bin_s * 1000)
+
+    outages = find_outages(frame.cols, frame.time_ms, frame.fail, selected, config)
+    in_outage = outage_mask(frame.time_ms, outages) & selected
+    usable = selected & ~in_outage
+
+    badness = judge_readings(frame, config)
+    clusters, cutoff, tested = find_clusters(frame, usable, bins, badness, config)
+    levels = build_levels(frame, usable)
+    incidents = []
+    discount = np.full(frame.size, -1, np.int32)
+    reasons: list[str] = []
+    for cluster in clusters:
+        level = levels[cluster.segment.level]
+        incident = build_incident(cluster, level, frame, badness, bins, usable, cutoff, as_of, config)
+        incidents.append(incident)
+        seg = cluster.segment
+        stretch = selected & (level.entity == seg.entity) & (bins >= seg.first_bin) & (bins <= seg.last_bin)
+        reasons.append(incident["id"])
+        discount[stretch & (discount < 0)] = len(reasons) - 1
+    outage_dicts = []
+    for number, outage in enumerate(outages, start=1):
+        outage_id = f"outage-{number}"
+        outage_dicts.append(_outage_dict(outage_id, outage))
+        inside = selected & (frame.time_ms >= outage.start_ms) & (frame.time_ms < outage.end_ms)
+        reasons.append(outage_id)
+        discount[inside & (discount < 0)] = len(reasons) - 1
+    incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
+
+    resource_bad = _resource_pressure(frame, badness, config)
+    tests = score_tests(FlakeInputs(frame, selected, discount, reasons, resource_bad, as_of), config)
+    return Analysis(
+        as_of_ms=as_of,
+        incidents=incidents,
+        outages=outage_dicts,
+        health=_health(frame, incidents, badness, as_of, config),
+        counts=_counts(frame, selected),
+        tests=tests,
+        discount=discount,
+        reasons=reasons,
+        bh_cutoff=cutoff,
+        hypotheses=tested,
+    )
+
+
+def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
+    return {
+        "id": outage_id,
+        "scope": outage.scope,
+        "start": iso(outage.start_ms),
+        "end": iso(outage.end_ms),
+        "failures": outage.failures,
+        "executions": outage.executions,
+        "expected": round(outage.expected, 2),
+        "runners_failing": outage.runners_failing,
+        "runners_active": outage.runners_active,
+    }
+
+
+def _resource_pressure(frame: Frame, badness: Badness, config: AnalysisConfig) -> np.ndarray:
+    pressure = np.zeros(frame.size, bool)
+    for dimension in ("disk", "memory"):
+        rows = np.flatnonzero(frame.r_check == badness.check_of[dimension])
+        if rows.size:
+            pressure |= nearest_bad(
+                frame, rows, badness.bad[dimension][rows], frame.cols["runner"], frame.time_ms, config
+            )
+    return pressure
+
+
+def _health(
+    frame: Frame, incidents: list[dict[str, Any]], badness: Badness, as_of: int, config: AnalysisConfig
+) -> dict[str, dict[str, Any]]:
+    """Per runner id: the worst open verdict on the runner itself or its host, else warnings."""
+    health: dict[str, dict[str, Any]] = {}
+    for incident in incidents:
+        if incident["state"] == "resolved" or incident["kind"] not in ("runner", "machine"):
+            continue
+        # Ephemeral runner ids are single-use: the verdict is the host's, not theirs.
+        targets = [incident["entity"]] if incident["kind"] == "runner" else incident["persistent_runners"]
+        for runner in targets:
+            current = health.get(runner)
+            if current is None or HEALTH_ORDER[incident["state"]] > HEALTH_ORDER[current["health"]]:
+                health[runner] = {
+                    "health": incident["state"],
+                    "dimension": incident["dimension"],
+                    "incident_id": incident["id"],
+                    "warnings": [],
+                }
+    for runner_code, dimensions in latest_bad(frame, badness, as_of, config).items():
+        name = frame.name("runner", runner_code)
+        if name is None:
+            continue
+        entry = health.setdefault(
+            name, {"health": "warning", "dimension": dimensions[0], "incident_id": None, "warnings": []}
+        )
+        entry["warnings"] = [f"latest {d} reading is bad" for d in dimensions]
+    return health
+
+
+def _counts(frame: Frame, selected: np.ndarray) -> dict[str, tuple[int, int]]:
+    runners = frame.cols["runner"][selected]
+    codes, inverse = np.unique(runners, return_inverse=True)
+    executions = np.bincount(inverse)
+    failures = np.bincount(inverse, weights=frame.fail[selected].astype(float))
+    return {
+        frame.name("runner", int(c)) or "?": (int(executions[i]), int(failures[i]))
+        for i, c in enumerate(codes)
+    }

@@ -1,0 +1,197 @@
+"""Evidence: does the entity's own health show one sick dimension while it was failing?
+
+Test failures make an entity suspect; its agent readings — independent of the tests — name the
+dimension: disk (space, inodes, read-only), memory (available, pressure, OOM kills), clock (offset
+against several NTP servers), cache (a digest that differs from the pool's majority for the same
+key). The dimension whose bad readings cover most of the cluster's failures, onset nearest the
+cluster's, wins. Bad readings without a failure excess are only a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.frame import Frame
+
+DIMENSIONS = ("disk", "memory", "clock", "cache")
+
+
+@dataclass(frozen=True)
+class Badness:
+    """Per reading row: which dimension it shows as bad (only meaningful for its own check)."""
+
+    bad: dict[str, np.ndarray]
+    check_of: dict[str, int]  # dimension -> check code (or -1 when never reported)
+
+
+def judge_readings(frame: Frame, config: AnalysisConfig) -> Badness:
+    v = frame.r_values
+    n = frame.r_time_ms.size
+    check_code = {d: frame.codes["check"].index.get(d, -2) for d in DIMENSIONS}
+    is_check = {d: frame.r_check == check_code[d] for d in DIMENSIONS}
+    with np.errstate(invalid="ignore"):
+        disk = (
+            (v["disk_free_ratio"] < config.disk_min_free_ratio)
+            | (v["disk_free_bytes"] < config.disk_min_free_bytes)
+            | (v["inode_free_ratio"] < config.inode_min_free_ratio)
+            | (v["read_only"] > 0)
+        )
+        memory = (
+            (v["mem_available_ratio"] < config.memory_min_available_ratio)
+            | (v["psi_full_avg10"] > config.memory_max_psi_full_avg10)
+            | (v["psi_some_avg10"] > config.memory_max_psi_some_avg10)
+            | (v["oom_kills"] > 0)
+        )
+        clock = np.abs(v["clock_offset_s"]) > config.clock_max_offset_s
+    # A reading with no numbers but the agent's own "problem" still counts: the agent knows its checks.
+    bare = {
+        "disk": np.isnan(v["disk_free_ratio"]) & np.isnan(v["disk_free_bytes"]) & np.isnan(v["read_only"]),
+        "memory": np.isnan(v["mem_available_ratio"])
+        & np.isnan(v["psi_full_avg10"])
+        & np.isnan(v["oom_kills"]),
+        "clock": np.isnan(v["clock_offset_s"]),
+    }
+    bad = {
+        "disk": disk | (bare["disk"] & (v["problem"] > 0)),
+        "memory": memory | (bare["memory"] & (v["problem"] > 0)),
+        "clock": clock | (bare["clock"] & (v["problem"] > 0)),
+        "cache": _cache_mismatch(frame, n),
+    }
+    return Badness(bad={d: bad[d] & is_check[d] for d in DIMENSIONS}, check_of=check_code)
+
+
+def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
+    """A cache digest that differs from what most of its pool's runners report that day for the key."""
+    bad = np.zeros(n, bool)
+    if frame.c_reading.size == 0:
+        return bad
+    reading = frame.c_reading
+    pool = frame.r_pool[reading].astype(np.int64)
+    runner = frame.r_runner[reading].astype(np.int64)
+    day = frame.r_time_ms[reading] // 86_400_000
+    groups: dict[tuple[int, int, int], dict[int, set[int]]] = {}
+    for p, k, d, g, r in zip(pool, frame.c_key, day, frame.c_digest, runner, strict=True):
+        groups.setdefault((int(p), int(k), int(d)), {}).setdefault(int(g), set()).add(int(r))
+    majority: dict[tuple[int, int, int], int] = {}
+    for key, digests in groups.items():
+        runners = set().union(*digests.values())
+        best, holders = max(digests.items(), key=lambda item: (len(item[1]), -item[0]))
+        if len(holders) >= 2 and len(holders) * 2 > len(runners):
+            majority[key] = best
+    for i, (p, k, d, g) in enumerate(zip(pool, frame.c_key, day, frame.c_digest, strict=True)):
+        wanted = majority.get((int(p), int(k), int(d)))
+        if wanted is not None and wanted != int(g):
+            bad[reading[i]] = True
+    return bad
+
+
+@dataclass
+class Finding:
+    dimension: str  # disk | memory | clock | cache | unknown
+    coverage: float = 0.0
+    onset_ms: int | None = None
+    confirmed_at_ms: int | None = None
+    readings_seen: int = 0
+    runners_reporting: int = 0
+    per_dimension: dict[str, float] = field(default_factory=dict)
+    examples: list[int] = field(default_factory=list)  # reading row indices
+
+
+def examine(
+    frame: Frame,
+    badness: Badness,
+    reading_rows: np.ndarray,
+    failed: np.ndarray,
+    cluster_onset_ms: int,
+    cluster_end_ms: int,
+    config: AnalysisConfig,
+) -> Finding:
+    """Which dimension's bad readings explain the failed executions (row indices of the frame)?"""
+    lo = cluster_onset_ms - config.evidence_lookback_s * 1000
+    window = reading_rows[
+        (frame.r_time_ms[reading_rows] >= lo) & (frame.r_time_ms[reading_rows] <= cluster_end_ms)
+    ]
+    finding = Finding(dimension="unknown", readings_seen=int(window.size))
+    finding.runners_reporting = int(np.unique(frame.r_runner[window]).size)
+    if window.size == 0 or failed.size == 0:
+        return finding
+    best: tuple[float, float, str] | None = None
+    for dimension in DIMENSIONS:
+        rows = window[frame.r_check[window] == badness.check_of[dimension]]
+        if rows.size == 0:
+            continue
+        bad = badness.bad[dimension][rows]
+        # Match a failure to its runner's readings, or its host's: ephemeral runners report as the host.
+        by_runner = nearest_bad(frame, rows, bad, frame.cols["runner"][failed], frame.time_ms[failed], config)
+        by_host = nearest_bad(
+            frame, rows, bad, frame.cols["machine"][failed], frame.time_ms[failed], config, reader="r_machine"
+        )
+        coverage = float((by_runner | by_host).mean())
+        finding.per_dimension[dimension] = coverage
+        if coverage < config.evidence_min_coverage or not bad.any():
+            continue
+        onset = int(frame.r_time_ms[rows[bad]].min())
+        score = (coverage, -abs(onset - cluster_onset_ms), dimension)
+        if best is None or score[:2] > best[:2]:
+            best = score
+            finding.dimension, finding.coverage, finding.onset_ms = dimension, coverage, onset
+            after = rows[bad & (frame.r_time_ms[rows] >= cluster_onset_ms - config.reading_stale_s * 1000)]
+            finding.confirmed_at_ms = int(frame.r_time_ms[after].min()) if after.size else onset
+            order = np.argsort(frame.r_time_ms[rows[bad]])
+            finding.examples = [int(r) for r in rows[bad][order][:3]] + [
+                int(r) for r in rows[bad][order][-2:]
+            ]
+    return finding
+
+
+def nearest_bad(
+    frame: Frame,
+    rows: np.ndarray,
+    bad: np.ndarray,
+    runner: np.ndarray,
+    time_ms: np.ndarray,
+    config: AnalysisConfig,
+    reader: str = "r_runner",
+) -> np.ndarray:
+    """For each (runner, time): is the nearest reading of that runner among `rows`, within the
+    staleness limit, a bad one?"""
+    scale = np.int64(1) << 42  # epoch ms fit in 42 bits until the year 2109
+    keys = getattr(frame, reader)[rows].astype(np.int64) * scale + frame.r_time_ms[rows]
+    order = np.argsort(keys)
+    keys, bad = keys[order], bad[order]
+    wanted = runner.astype(np.int64) * scale + time_ms
+    right = np.searchsorted(keys, wanted, side="left")
+    left = right - 1
+    stale = config.reading_stale_s * 1000
+    best_bad = np.zeros(wanted.size, bool)
+    best_gap = np.full(wanted.size, np.inf)
+    for candidate in (left, right):
+        ok = (candidate >= 0) & (candidate < keys.size)
+        c = np.where(ok, candidate, 0)
+        same_runner = ok & (keys[c] // scale == wanted // scale)
+        gap = np.abs(keys[c] - wanted).astype(float)
+        take = same_runner & (gap <= stale) & (gap < best_gap)
+        best_gap = np.where(take, gap, best_gap)
+        best_bad = np.where(take, bad[c], best_bad)
+    return best_bad
+
+
+def latest_bad(frame: Frame, badness: Badness, as_of_ms: int, config: AnalysisConfig) -> dict[int, list[str]]:
+    """Per runner code: the dimensions its most recent readings (as of `as_of`) show as bad."""
+    result: dict[int, list[str]] = {}
+    recent = frame.r_time_ms <= as_of_ms
+    for dimension in DIMENSIONS:
+        rows = np.flatnonzero(recent & (frame.r_check == badness.check_of[dimension]))
+        if rows.size == 0:
+            continue
+        order = rows[np.lexsort((frame.r_time_ms[rows], frame.r_runner[rows]))]
+        runners = frame.r_runner[order]
+        last = np.concatenate([runners[1:] != runners[:-1], [True]])
+        for row in order[last]:
+            fresh = as_of_ms - frame.r_time_ms[row] <= max(config.reading_stale_s * 1000 * 4, 3_600_000)
+            if fresh and badness.bad[dimension][row]:
+                result.setdefault(int(frame.r_runner[row]), []).append(dimension)
+    return result

@@ -1,0 +1,222 @@
+"""Flake scores a sick runner can no longer inflate.
+
+Failures inside an incident (on that entity, in its stretch) or an outage are discounted — kept, and
+attributed, but not charged to the test. What remains is scored per test with a Beta posterior on
+decayed counts, ranked by its conservative bound. A test that fails every run of a pool from some
+time on is broken (everywhere) or platform-specific (one pool), not flaky; one whose failures follow
+its runner's resource pressure is resource-sensitive; one that fails on one runner only is a
+test × runner interaction. Flaky needs passes and failures on the same code, on more than one runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from common.timeutil import iso
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.frame import Frame
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class FlakeInputs:
+    frame: Frame
+    selected: np.ndarray  # rows up to as_of
+    discount: np.ndarray  # per row: index into reasons, or -1
+    reasons: list[str]  # incident ids and outage ids
+    resource_bad: np.ndarray  # per row: the runner's readings showed disk or memory pressure then
+    as_of_ms: int
+
+
+def entity_of(frame: Frame) -> np.ndarray:
+    """Who a test ran on, for flake purposes: the runner, or the host for ephemeral runners."""
+    return np.where(frame.ephemeral, -2 - frame.cols["machine"], frame.cols["runner"])
+
+
+def entity_name(frame: Frame, code: int) -> str:
+    if code <= -2:
+        return f"machine/{frame.name('machine', -2 - code)}"
+    return f"runner/{frame.name('runner', code)}"
+
+
+def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, Any]]:
+    frame = inputs.frame
+    rows = np.flatnonzero(inputs.selected)
+    if rows.size == 0:
+        return []
+    rows = rows[np.lexsort((frame.time_ms[rows], frame.cols["test"][rows]))]
+    test = frame.cols["test"][rows]
+    starts = np.flatnonzero(np.concatenate([[True], test[1:] != test[:-1]]))
+    ends = np.concatenate([starts[1:], [rows.size]])
+    weights = 0.5 ** ((inputs.as_of_ms - frame.time_ms) / (config.flake_half_life_days * DAY_MS))
+    entities = entity_of(frame)
+    scores = []
+    for s, e in zip(starts, ends, strict=True):
+        scores.append(_score_one(inputs, rows[s:e], weights, entities, config))
+    scores.sort(key=lambda item: (-item["lower"], item["test_id"]))
+    return scores
+
+
+def _score_one(
+    inputs: FlakeInputs, rows: np.ndarray, weights: np.ndarray, entities: np.ndarray, config: AnalysisConfig
+) -> dict[str, Any]:
+    frame = inputs.frame
+    fail = frame.fail[rows]
+    discounted = inputs.discount[rows] >= 0
+    keep = rows[~discounted]
+    kept_fail = frame.fail[keep]
+    w = weights[keep]
+    alpha = 0.5 + float((w * kept_fail).sum())
+    beta = 0.5 + float((w * ~kept_fail).sum())
+    by_reason: dict[str, int] = {}
+    for index in inputs.discount[rows[discounted & fail]]:
+        by_reason[inputs.reasons[index]] = by_reason.get(inputs.reasons[index], 0) + 1
+    result: dict[str, Any] = {
+        "test_id": frame.name("test", frame.cols["test"][rows[0]]),
+        "verdict": "healthy",
+        "score": alpha / (alpha + beta),
+        "lower": float(stats.beta.ppf(0.05, alpha, beta)),
+        "upper": float(stats.beta.ppf(0.95, alpha, beta)),
+        "executions": int(rows.size),
+        "failures": int(fail.sum()),
+        "counted_executions": int(keep.size),
+        "counted_failures": int(kept_fail.sum()),
+        "discounted_failures": int((discounted & fail).sum()),
+        "discounted_by": by_reason,
+        "naive_score": float(fail.mean()),
+        "failing_runners": int(np.unique(entities[keep[kept_fail]]).size),
+        "reason": "",
+    }
+    if result["counted_failures"] == 0:
+        return result
+    broken = _broken_or_platform(frame, keep, config)
+    if broken is not None:
+        result["verdict"], result["reason"] = broken
+        return result
+    resource = _resource_sensitive(inputs, keep, config)
+    if resource is not None:
+        result["verdict"], result["reason"] = "resource-sensitive", resource
+        return result
+    interaction = _interaction(frame, keep, entities[keep], config)
+    if interaction is not None:
+        result["reason"] = interaction
+        return result
+    if (
+        keep.size >= config.flake_min_executions
+        and result["counted_failures"] >= config.flake_min_failures
+        and result["lower"] >= config.flake_floor
+        and _passes_and_fails_on_same_code(frame, keep)
+    ):
+        result["verdict"] = "flaky"
+        runners = result["failing_runners"]
+        plural = "s" * (runners != 1)
+        result["reason"] = (
+            f"{result['counted_failures']} failures outside incidents on {runners} runner{plural}, "
+            "with passes on the same code"
+        )
+    return result
+
+
+def _interaction(frame: Frame, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig) -> str | None:
+    """A test × runner interaction: its failures sit on one runner while it passes on the others.
+
+    A test that only ever ran on one runner (static sharding) gives no such contrast, so its failures
+    are judged as the test's own."""
+    fail = frame.fail[keep]
+    codes, counts = np.unique(where[fail], return_counts=True)
+    top = int(codes[np.argmax(counts)])
+    on_top = where == top
+    top_fails, top_n = int(fail[on_top].sum()), int(on_top.sum())
+    rest_fails, rest_n = int(fail[~on_top].sum()), int((~on_top).sum())
+    if rest_n < config.broken_min_runs or top_fails < config.flake_max_top_share * (top_fails + rest_fails):
+        return None
+    _, p = stats.fisher_exact(
+        [[top_fails, top_n - top_fails], [rest_fails, rest_n - rest_fails]], alternative="greater"
+    )
+    if p >= config.resource_p:
+        return None
+    return (
+        f"{top_fails} of {top_fails + rest_fails} failures on {entity_name(frame, top)}, "
+        f"which fails it {top_fails}/{top_n} against {rest_fails}/{rest_n} elsewhere: "
+        "a test × runner interaction"
+    )
+
+
+def _passes_and_fails_on_same_code(frame: Frame, keep: np.ndarray) -> bool:
+    fail = frame.fail[keep]
+    for column in ("commit", "run"):
+        codes = frame.cols[column][keep]
+        known = codes >= 0
+        if known.any():
+            failed_on = set(codes[known & fail].tolist())
+            passed_on = set(codes[known & ~fail].tolist())
+            if failed_on & passed_on:
+                return True
+            if known.all():
+                return False
+    flips = int(np.count_nonzero(fail[1:] != fail[:-1]))
+    return flips >= 2
+
+
+def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:
+    """('broken', why) when every pool fails it every run from some time on; ('platform', why) when
+    some pools do while others pass it over the same time."""
+    pools = frame.cols["pool"][keep]
+    failing: dict[int, int] = {}
+    for pool in np.unique(pools):
+        sub = keep[pools == pool]
+        since = _failing_since(frame.fail[sub], config)
+        if since is not None:
+            failing[int(pool)] = int(frame.time_ms[sub[since]])
+    if not failing:
+        return None
+    start = min(failing.values())
+    passing = []
+    for pool in np.unique(pools):
+        if int(pool) in failing:
+            continue
+        later = keep[(pools == pool) & (frame.time_ms[keep] >= start)]
+        if later.size >= config.broken_min_runs and frame.fail[later].mean() < 0.5:
+            passing.append(int(pool))
+    names = ", ".join(sorted(frame.name("pool", p) or "?" for p in failing))
+    if passing:
+        others = ", ".join(sorted(frame.name("pool", p) or "?" for p in passing))
+        return "platform", f"fails every run on pool {names} since {iso(start)} while passing on {others}"
+    if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
+        return "broken", f"fails every run since {iso(start)} (pools: {names})"
+    return None
+
+
+def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:
+    """Earliest index from which (nearly) every run fails, over at least broken_min_runs runs."""
+    n = fail.size
+    if n < config.broken_min_runs:
+        return None
+    tail_fails = np.cumsum(fail[::-1])[::-1]
+    tail_count = np.arange(n, 0, -1)
+    ok = (tail_count >= config.broken_min_runs) & (tail_fails >= config.broken_min_rate * tail_count)
+    # The stretch must reach the end: a test that recovered is not broken now.
+    if not ok.any() or not fail[-1]:
+        return None
+    return int(np.flatnonzero(ok).min())
+
+
+def _resource_sensitive(inputs: FlakeInputs, keep: np.ndarray, config: AnalysisConfig) -> str | None:
+    fail = inputs.frame.fail[keep]
+    bad = inputs.resource_bad[keep]
+    fails_bad, fails_ok = int((fail & bad).sum()), int((fail & ~bad).sum())
+    passes_bad, passes_ok = int((~fail & bad).sum()), int((~fail & ~bad).sum())
+    if fails_bad < 3 or fails_bad < config.resource_min_share * (fails_bad + fails_ok):
+        return None
+    _, p = stats.fisher_exact([[fails_bad, fails_ok], [passes_bad, passes_ok]], alternative="greater")
+    if p >= config.resource_p:
+        return None
+    return (
+        f"{fails_bad} of {fails_bad + fails_ok} failures came while the runner was short of disk or memory "
+        f"(Fisher exact p={p:.2g}); it passes elsewhere"
+    )

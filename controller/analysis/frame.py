@@ -1,0 +1,243 @@
+"""Columnar, interned copies of the stored results and readings, grown incrementally by row id.
+
+The analysis is vectorised over these arrays; strings become small integer codes once, at load.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from controller.db import tables
+
+NONE = -1
+
+
+@dataclass
+class Codes:
+    """Interned strings: code → value and value → code. Code -1 stands for None."""
+
+    values: list[str] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+
+    def code(self, value: str | None) -> int:
+        if value is None:
+            return NONE
+        found = self.index.get(value)
+        if found is None:
+            found = self.index[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def name(self, code: int) -> str | None:
+        return None if code < 0 else self.values[code]
+
+
+RESULT_COLUMNS = ("test", "runner", "machine", "pool", "image", "shard", "job", "run", "commit")
+READING_COLUMNS = (
+    "disk_free_ratio",
+    "disk_free_bytes",
+    "inode_free_ratio",
+    "read_only",
+    "mem_available_ratio",
+    "psi_full_avg10",
+    "psi_some_avg10",
+    "oom_kills",
+    "clock_offset_s",
+    "problem",
+)
+
+
+@dataclass
+class Frame:
+    """All executions (skipped results excluded) and all readings, as arrays."""
+
+    codes: dict[str, Codes] = field(
+        default_factory=lambda: {c: Codes() for c in (*RESULT_COLUMNS, "check", "cache_key", "digest")}
+    )
+    time_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fail: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    ephemeral: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    cols: dict[str, np.ndarray] = field(
+        default_factory=lambda: {c: np.zeros(0, np.int32) for c in RESULT_COLUMNS}
+    )
+    last_result_id: int = 0
+
+    # Readings: one row per (report, check).
+    r_time_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    r_runner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    r_machine: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    r_pool: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    r_image: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    r_check: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    r_values: dict[str, np.ndarray] = field(default_factory=lambda: {c: np.zeros(0) for c in READING_COLUMNS})
+    # Cache digests: one row per (reading, cache key).
+    c_reading: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    c_key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    c_digest: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    last_reading_id: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(self.time_ms.size)
+
+    def name(self, column: str, code: int) -> str | None:
+        return self.codes[column].name(int(code))
+
+    def load(self, conn: Connection, batch: int = 200_000) -> int:
+        """Read rows stored since the last load; returns how many results were added."""
+        added = 0
+        while True:
+            got = self._load_results(conn, batch)
+            added += got
+            if got < batch:
+                break
+        while self._load_readings(conn, batch) == batch:
+            pass
+        return added
+
+    def _load_results(self, conn: Connection, limit: int) -> int:
+        t = tables.results
+        query = (
+            select(
+                t.c.id,
+                t.c.time_ms,
+                t.c.outcome,
+                t.c.ephemeral,
+                t.c.test_id,
+                t.c.runner_id,
+                t.c.machine,
+                t.c.pool,
+                t.c.image,
+                t.c.shard,
+                t.c.job_id,
+                t.c.run_id,
+                t.c.commit,
+            )
+            .where(t.c.id > self.last_result_id)
+            .order_by(t.c.id)
+            .limit(limit)
+        )
+        rows = conn.execute(query).all()
+        if not rows:
+            return 0
+        self.last_result_id = int(rows[-1][0])
+        kept = [r for r in rows if r[2] != "skipped"]
+        self.time_ms = np.concatenate([self.time_ms, np.fromiter((r[1] for r in kept), np.int64, len(kept))])
+        self.fail = np.concatenate(
+            [self.fail, np.fromiter((r[2] in ("failed", "error") for r in kept), bool, len(kept))]
+        )
+        self.ephemeral = np.concatenate(
+            [self.ephemeral, np.fromiter((bool(r[3]) for r in kept), bool, len(kept))]
+        )
+        for offset, column in enumerate(RESULT_COLUMNS, start=4):
+            code = self.codes[column].code
+            values = np.fromiter((code(r[offset]) for r in kept), np.int32, len(kept))
+            self.cols[column] = np.concatenate([self.cols[column], values])
+        return len(rows)
+
+    def _load_readings(self, conn: Connection, limit: int) -> int:
+        t = tables.readings
+        query = (
+            select(
+                t.c.id,
+                t.c.observed_ms,
+                t.c.runner_id,
+                t.c.machine,
+                t.c.pool,
+                t.c.image,
+                t.c.check,
+                t.c.status,
+                t.c.data,
+            )
+            .where(t.c.id > self.last_reading_id)
+            .order_by(t.c.id)
+            .limit(limit)
+        )
+        rows = conn.execute(query).all()
+        if not rows:
+            return 0
+        self.last_reading_id = int(rows[-1][0])
+        base = self.r_time_ms.size
+        values = {c: np.full(len(rows), np.nan) for c in READING_COLUMNS}
+        cache_rows: list[tuple[int, int, int]] = []
+        for i, row in enumerate(rows):
+            data = json.loads(row[8])
+            values["problem"][i] = 1.0 if row[7] == "problem" else 0.0
+            _flatten(row[6], data, values, i, cache_rows, base, self.codes)
+        self.r_time_ms = np.concatenate(
+            [self.r_time_ms, np.fromiter((r[1] for r in rows), np.int64, len(rows))]
+        )
+        for name, offset in (("r_runner", 2), ("r_machine", 3), ("r_pool", 4), ("r_image", 5)):
+            column = {"r_runner": "runner", "r_machine": "machine", "r_pool": "pool", "r_image": "image"}[
+                name
+            ]
+            code = self.codes[column].code
+            setattr(
+                self,
+                name,
+                np.concatenate(
+                    [getattr(self, name), np.fromiter((code(r[offset]) for r in rows), np.int32, len(rows))]
+                ),
+            )
+        check = self.codes["check"].code
+        self.r_check = np.concatenate(
+            [self.r_check, np.fromiter((check(r[6]) for r in rows), np.int32, len(rows))]
+        )
+        for name in READING_COLUMNS:
+            self.r_values[name] = np.concatenate([self.r_values[name], values[name]])
+        if cache_rows:
+            arr = np.array(cache_rows, dtype=np.int64)
+            self.c_reading = np.concatenate([self.c_reading, arr[:, 0]])
+            self.c_key = np.concatenate([self.c_key, arr[:, 1].astype(np.int32)])
+            self.c_digest = np.concatenate([self.c_digest, arr[:, 2].astype(np.int32)])
+        return len(rows)
+
+
+def _min(values: list[Any]) -> float:
+    found = [float(v) for v in values if v is not None]
+    return min(found) if found else math.nan
+
+
+def _flatten(
+    check: str,
+    data: dict[str, Any],
+    values: dict[str, np.ndarray],
+    i: int,
+    cache_rows: list[tuple[int, int, int]],
+    base: int,
+    codes: dict[str, Codes],
+) -> None:
+    """Reduce one reading to the numbers the evidence step compares against thresholds."""
+    if check == "disk":
+        paths = data.get("paths", [])
+        values["disk_free_ratio"][i] = _min([p.get("free_ratio") for p in paths])
+        values["disk_free_bytes"][i] = _min([p.get("free_bytes") for p in paths])
+        values["inode_free_ratio"][i] = _min([p.get("inodes_free_ratio") for p in paths])
+        read_only = [p.get("read_only") or p.get("write_probe_ok") is False for p in paths]
+        values["read_only"][i] = 1.0 if any(read_only) else (0.0 if paths else math.nan)
+    elif check == "memory":
+        for name in ("psi_full_avg10", "psi_some_avg10", "oom_kills"):
+            if data.get(name) is not None:
+                values[name][i] = float(data[name])
+        ratio = data.get("available_ratio")
+        if ratio is None and data.get("available_bytes") is not None and data.get("total_bytes"):
+            ratio = data["available_bytes"] / data["total_bytes"]
+        if ratio is not None:
+            values["mem_available_ratio"][i] = float(ratio)
+    elif check == "clock":
+        offset = data.get("offset_s")
+        if offset is not None:
+            values["clock_offset_s"][i] = float(offset)
+    elif check == "cache":
+        for cache in data.get("caches", []):
+            if cache.get("digest"):
+                cache_rows.append(
+                    (base + i, codes["cache_key"].code(cache["key"]), codes["digest"].code(cache["digest"]))
+                )

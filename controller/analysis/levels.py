@@ -1,0 +1,61 @@
+"""The entities judged at each level, coarsest first: pool → image → machine → runner.
+
+An entity only stands as its own level where it means something: a machine that hosts one
+persistent runner *is* that runner; an image on one host is that host; a lone pool has no peers.
+Ephemeral runners are never judged by their single-use id, only by machine, image and pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from controller.analysis.frame import NONE, Frame
+
+LEVELS = ("pool", "image", "machine", "runner")
+CHILD = {"pool": "machine", "image": "machine", "machine": "runner", "runner": ""}
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    entity: np.ndarray  # code per row, NONE where the row is not judged at this level
+    peers: np.ndarray  # comparison group per row
+    child: np.ndarray | None  # finer entity per row, for the leave-one-child-out check
+
+
+def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
+    """Entity codes for the rows selected by the boolean mask `rows`."""
+    c = frame.cols
+    runner = np.where(frame.ephemeral, NONE, c["runner"])
+    pool, machine, image = c["pool"], c["machine"], c["image"]
+
+    hosts = _distinct_per(machine[rows], c["runner"][rows])
+    has_ephemeral = set(np.unique(machine[rows & frame.ephemeral]).tolist())
+    shared_machines = {m for m, count in hosts.items() if count >= 2} | has_ephemeral
+    machine_entity = np.where(np.isin(machine, list(shared_machines)), machine, NONE)
+
+    image_hosts = _distinct_per(image[rows & (image >= 0)], machine[rows & (image >= 0)])
+    shared_images = [i for i, count in image_hosts.items() if count >= 2]
+    image_entity = np.where(np.isin(image, shared_images), image, NONE)
+
+    pools = np.unique(pool[rows])
+    pool_entity = pool if pools.size >= 2 else np.full_like(pool, NONE)
+    whole_fleet = np.zeros_like(pool)
+
+    machine_child = np.where(frame.ephemeral, NONE, c["runner"])
+    return {
+        "pool": Level("pool", pool_entity, whole_fleet, machine),
+        "image": Level("image", image_entity, pool, machine),
+        "machine": Level("machine", machine_entity, pool, machine_child),
+        "runner": Level("runner", runner, pool, None),
+    }
+
+
+def _distinct_per(group: np.ndarray, member: np.ndarray) -> dict[int, int]:
+    if group.size == 0:
+        return {}
+    pairs = np.unique(np.stack([group, member]), axis=1)
+    owners, counts = np.unique(pairs[0], return_counts=True)
+    return dict(zip(owners.tolist(), counts.tolist(), strict=True))

@@ -1,0 +1,200 @@
+"""Verdicts: a cluster becomes an incident — suspect on failures alone, sick once the entity's own
+readings confirm a dimension, resolved when it has run cleanly since. Everything `explain` shows is
+kept on the incident."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from common.timeutil import iso
+from controller.analysis.attribution import Cluster
+from controller.analysis.clusters import exact_p
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.evidence import Badness, Finding, examine
+from controller.analysis.frame import Frame
+from controller.analysis.levels import Level
+
+READING_COLUMN = {"pool": "r_pool", "image": "r_image", "machine": "r_machine", "runner": "r_runner"}
+
+
+def incident_id(kind: str, entity: str, first_bin: int) -> str:
+    digest = hashlib.blake2b(f"{kind}\x1f{entity}\x1f{first_bin}".encode(), digest_size=6).hexdigest()
+    return f"inc-{digest}"
+
+
+def build_incident(
+    cluster: Cluster,
+    level: Level,
+    frame: Frame,
+    badness: Badness,
+    bins: np.ndarray,
+    usable: np.ndarray,
+    cutoff: float,
+    as_of_ms: int,
+    config: AnalysisConfig,
+) -> dict[str, Any]:
+    seg = cluster.segment
+    rows = seg.rows
+    fail = frame.fail
+    failed = rows[fail[rows]]
+    onset = int(frame.time_ms[failed].min())
+    last_failure = int(frame.time_ms[failed].max())
+    end_ms = int((seg.last_bin + 1) * config.bin_s * 1000)
+    entity_name = frame.name(level.name, seg.entity) or "?"
+
+    reading_rows = np.flatnonzero(getattr(frame, READING_COLUMN[level.name]) == seg.entity)
+    reading_rows = reading_rows[frame.r_time_ms[reading_rows] <= as_of_ms]
+    finding = examine(frame, badness, reading_rows, failed, onset, end_ms, config)
+    decided = _decided_at(frame, rows, cluster.expected, seg.bins_tested, cutoff)
+    state = "suspect"
+    if finding.dimension != "unknown":
+        state = "sick"
+        decided = max(decided, finding.confirmed_at_ms or decided)
+    resolved_at = _resolved_at(frame, level, seg.entity, end_ms, cluster.expected, usable, as_of_ms, config)
+    if resolved_at is not None and (
+        finding.dimension == "unknown" or _healthy_since(frame, badness, reading_rows, finding, end_ms)
+    ):
+        state = "resolved"
+
+    return {
+        "id": incident_id(level.name, entity_name, seg.first_bin),
+        "kind": level.name,
+        "entity": entity_name,
+        "state": state,
+        "dimension": finding.dimension,
+        "onset": iso(onset),
+        "decided_at": iso(decided),
+        "last_failure": iso(last_failure),
+        "end": iso(end_ms) if state == "resolved" else None,
+        "pool": _names(frame, "pool", rows),
+        "statistics": {
+            "test": "one-sided exact binomial over the stretch, expected from the same tests on peers",
+            "failures": seg.failures,
+            "executions": seg.executions,
+            "expected": round(seg.expected, 3),
+            "ratio": round(seg.ratio, 2) if seg.expected > 0 else None,
+            "p_value": seg.p_value,
+            "p_adjusted": seg.p_adjusted,
+            "q_value": seg.q_value,
+            "bh_cutoff": cutoff,
+            "bins_scanned": seg.bins_tested,
+            "distinct_tests": seg.distinct_tests,
+            "failed_jobs": seg.failed_jobs,
+            "without_top_test_p": seg.without_top_test_p,
+            "passed_elsewhere": _passed_elsewhere(frame, level, seg, bins, usable),
+            "spread": cluster.child_note,
+        },
+        "evidence": {
+            "dimension": finding.dimension,
+            "coverage": round(finding.coverage, 3),
+            "per_dimension": {k: round(v, 3) for k, v in finding.per_dimension.items()},
+            "readings_seen": finding.readings_seen,
+            "runners_reporting": finding.runners_reporting,
+            "onset": iso(finding.onset_ms),
+            "readings": [_reading(frame, r) for r in finding.examples],
+        },
+        "runners": _names(frame, "runner", rows),
+        "persistent_runners": _names(frame, "runner", rows[~frame.ephemeral[rows]]),
+        "machines": _names(frame, "machine", rows),
+        "tests": _top_tests(frame, failed),
+        "affected_jobs": _jobs(frame, failed),
+    }
+
+
+def _decided_at(frame: Frame, rows: np.ndarray, expected: np.ndarray, penalty: int, cutoff: float) -> int:
+    """Time of the execution after which the stretch so far was already beyond chance."""
+    order = rows[np.argsort(frame.time_ms[rows], kind="stable")]
+    cum_o = np.cumsum(frame.fail[order])
+    cum_e = np.cumsum(expected[order])
+    n = np.arange(1, order.size + 1)
+    candidates = np.flatnonzero(frame.fail[order])
+    for i in candidates:
+        if exact_p(float(cum_o[i]), float(n[i]), float(cum_e[i])) * penalty <= cutoff:
+            return int(frame.time_ms[order[i]])
+    return int(frame.time_ms[order[-1]])
+
+
+def _resolved_at(
+    frame: Frame,
+    level: Level,
+    entity: int,
+    end_ms: int,
+    expected: np.ndarray,
+    usable: np.ndarray,
+    as_of_ms: int,
+    config: AnalysisConfig,
+) -> int | None:
+    after = np.flatnonzero(
+        (level.entity == entity) & (frame.time_ms >= end_ms) & (frame.time_ms <= as_of_ms) & usable
+    )
+    if after.size < config.resolve_after_executions:
+        return None
+    o, x = float(frame.fail[after].sum()), float(expected[after].sum())
+    if o > max(2.0 * x, 2.0):
+        return None
+    return end_ms
+
+
+def _healthy_since(
+    frame: Frame, badness: Badness, reading_rows: np.ndarray, finding: Finding, end_ms: int
+) -> bool:
+    rows = reading_rows[
+        (frame.r_time_ms[reading_rows] >= end_ms)
+        & (frame.r_check[reading_rows] == badness.check_of[finding.dimension])
+    ]
+    return rows.size > 0 and not badness.bad[finding.dimension][rows].any()
+
+
+def _passed_elsewhere(
+    frame: Frame, level: Level, seg: Any, bins: np.ndarray, usable: np.ndarray
+) -> dict[str, int]:
+    failed_tests = np.unique(frame.cols["test"][seg.rows[frame.fail[seg.rows]]])
+    elsewhere = (
+        usable & (level.entity != seg.entity) & (bins >= seg.first_bin) & (bins <= seg.last_bin) & ~frame.fail
+    )
+    passed = np.isin(failed_tests, frame.cols["test"][elsewhere])
+    return {"failed_tests": int(failed_tests.size), "passed_on_peers": int(passed.sum())}
+
+
+def _names(frame: Frame, column: str, rows: np.ndarray) -> list[str]:
+    return sorted(
+        n for n in (frame.name(column, c) for c in np.unique(frame.cols[column][rows])) if n is not None
+    )
+
+
+def _top_tests(frame: Frame, failed: np.ndarray, limit: int = 25) -> list[dict[str, Any]]:
+    codes, counts = np.unique(frame.cols["test"][failed], return_counts=True)
+    order = np.lexsort((codes, -counts))[:limit]
+    return [{"test_id": frame.name("test", codes[i]), "failures": int(counts[i])} for i in order]
+
+
+def _jobs(frame: Frame, failed: np.ndarray) -> list[dict[str, Any]]:
+    jobs: dict[tuple[int, int, int], list[int]] = {}
+    for row in failed:
+        key = (int(frame.cols["job"][row]), int(frame.cols["run"][row]), int(frame.cols["runner"][row]))
+        jobs.setdefault(key, []).append(int(frame.time_ms[row]))
+    out = []
+    for (job, run, runner), times in sorted(jobs.items(), key=lambda item: min(item[1])):
+        out.append(
+            {
+                "job_id": frame.name("job", job),
+                "run_id": frame.name("run", run),
+                "runner_id": frame.name("runner", runner),
+                "failures": len(times),
+                "first_failure": iso(min(times)),
+            }
+        )
+    return out
+
+
+def _reading(frame: Frame, row: int) -> dict[str, Any]:
+    values = {k: float(v[row]) for k, v in frame.r_values.items() if not np.isnan(v[row]) and k != "problem"}
+    return {
+        "runner": frame.name("runner", frame.r_runner[row]),
+        "time": iso(int(frame.r_time_ms[row])),
+        "check": frame.name("check", frame.r_check[row]),
+        "values": values,
+    }
