@@ -23,7 +23,7 @@ def pivot(frame: Frame, rows: np.ndarray, by: str) -> list[dict[str, Any]]:
     failed = frame.fail[idx]
     pairs = np.unique(np.stack([inverse[failed], frame.cols["test"][idx][failed]]), axis=1)
     distinct = np.bincount(pairs[0], minlength=codes.size) if pairs.size else np.zeros(codes.size, int)
-    lines = [
+    lines: list[dict[str, Any]] = [
         {
             by: frame.name(by, int(code)) or "<none>",
             "executions": int(executions[i]),

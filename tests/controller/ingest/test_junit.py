@@ -51,7 +51,7 @@ def parse_fixture(name: str) -> list[JUnitCase]:
                 ("addition handles ½ and ¼", "passed"),
                 ("Test suite failed to run::src/__tests__/broken.test.js", "error"),
                 # U+203A is jest-junit's ancestorSeparator, meant here rather than ">".
-                ("subtraction › positive numbers should subtract", "passed"),  # noqa: RUF001
+                ("subtraction › positive numbers should subtract", "passed"),
             ],
         ),
         (
