@@ -1,0 +1,152 @@
+"""`runner-agent run | once | config`: the command line; the work lives in the daemon and the checks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from enum import StrEnum
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+
+from agent import checks, settings
+from agent.runner import Outcome, run_check
+from agent.tomlout import dumps as toml_dumps
+from common.readings import Status
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="runner-agent: reads this CI runner's health and reports it to runner-controller.",
+)
+
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config", "-c", help="config file (default /etc/runner-agent/config.toml or $RUNNER_AGENT_CONFIG)"
+    ),
+]
+
+
+class OnceFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class ConfigFormat(StrEnum):
+    toml = "toml"
+    json = "json"
+
+
+def _load(config: str | None) -> settings.AgentSettings:
+    try:
+        return settings.load(config)
+    except settings.ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def run(config: ConfigOption = None) -> None:
+    """Run the agent: checks on their schedule, reports spooled and sent. SIGTERM stops it cleanly."""
+    from agent.daemon import Agent  # the daemon's imports are not needed for `once` or `config`
+
+    cfg = _load(config)
+    logging.basicConfig(
+        level=cfg.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    try:
+        agent = Agent(cfg)
+    except OSError as exc:
+        typer.echo(f"error: cannot use state dir {cfg.state_dir}: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        logging.getLogger("agent").info("signal %d: finishing the current send, then stopping", signum)
+        agent.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    agent.run()
+
+
+@app.command()
+def once(
+    config: ConfigOption = None,
+    output: Annotated[OnceFormat, typer.Option("--output", "-o", help="table or json")] = OnceFormat.table,
+) -> None:
+    """Run every enabled check now and print the readings; exit 1 if any is a problem."""
+    cfg = _load(config)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    outcomes = [
+        run_check(module, cfg.check_config(module.NAME))
+        for module in checks.CHECKS
+        if cfg.check_config(module.NAME).enabled
+    ]
+    if output is OnceFormat.json:
+        typer.echo(json.dumps([_as_json(o) for o in outcomes], indent=2))
+    else:
+        _print_table(outcomes)
+    if any(o.reading.status is Status.problem for o in outcomes):
+        raise typer.Exit(1)
+
+
+@app.command("config")
+def show_config(
+    config: ConfigOption = None,
+    output: Annotated[ConfigFormat, typer.Option("--output", "-o", help="toml or json")] = ConfigFormat.toml,
+) -> None:
+    """Print the effective configuration (file + environment + defaults), the token redacted."""
+    cfg = _load(config)
+    data = settings.redacted(cfg)
+    if output is ConfigFormat.json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(toml_dumps(data), nl=False)
+
+
+def _as_json(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "check": outcome.name,
+        "duration_s": round(outcome.duration_s, 4),
+        "reading": outcome.reading.model_dump(mode="json", exclude_none=True),
+    }
+
+
+def _print_table(outcomes: list[Outcome]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("CHECK", "STATUS", "REASON", "DURATION", "MESSAGE"):
+        table.add_column(column, overflow="fold")
+    colours = {Status.ok: "green", Status.problem: "red", Status.unknown: "yellow"}
+    for o in outcomes:
+        r = o.reading
+        table.add_row(
+            o.name,
+            f"[{colours[r.status]}]{r.status.value}[/]",
+            r.reason or "",
+            f"{o.duration_s:.2f}s",
+            r.message or "",
+        )
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+
+
+def main() -> None:
+    if os.environ.get("RUNNER_AGENT_DEBUG"):
+        app()
+        return
+    try:
+        app(standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
