@@ -123,7 +123,8 @@ def _ntp_style(path: Path, depth: int) -> list[str]:
                 else [f"{d}/*.conf" if keyword == "confdir" else f"{d}/*.sources" for d in words[1:]]
             )
             for pattern in patterns:
-                for included in sorted(glob.glob(pattern)):
+                # Relative paths are read against the including file's directory, as a test fixture needs.
+                for included in sorted(glob.glob(str(path.parent / pattern))):
                     out.extend(_ntp_style(Path(included), depth + 1))
     return out
 
