@@ -143,11 +143,11 @@ class Spool:
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
-            db.executemany(
+            cursor = db.executemany(
                 "DELETE FROM reports WHERE agent_id = ? AND boot_id = ? AND seq = ?",
                 [(agent_id, boot_id, s) for s in seqs],
             )
-            removed: int = db.execute("SELECT changes()").fetchone()[0]
+            removed = max(0, cursor.rowcount)  # summed over every execution, unlike changes()
             db.execute("COMMIT")
             return removed
 

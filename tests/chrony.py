@@ -49,11 +49,18 @@ def chrony_pair(workdir: Path, skew_s: float = 30.0) -> Iterator[Chrony]:
     try:
         procs.append(_start(chronyd, workdir, "good", [f"port {good_port}", "local stratum 8"]))
         _wait_answer(good_port, lambda offset: abs(offset) < 1)
-        procs.append(_start(chronyd, workdir, "skewed", [
-            f"port {skew_port}",
-            f"server 127.0.0.1 port {good_port} iburst minpoll -2 maxpoll -2 offset {skew_s}",
-            "local stratum 9",
-        ]))
+        procs.append(
+            _start(
+                chronyd,
+                workdir,
+                "skewed",
+                [
+                    f"port {skew_port}",
+                    f"server 127.0.0.1 port {good_port} iburst minpoll -2 maxpoll -2 offset {skew_s}",
+                    "local stratum 9",
+                ],
+            )
+        )
         _wait_answer(skew_port, lambda offset: abs(offset - skew_s) < 0.05)
         yield Chrony(f"127.0.0.1:{good_port}", f"127.0.0.1:{skew_port}", skew_s, f"127.0.0.1:{dead_port}")
     finally:
@@ -69,8 +76,12 @@ def chrony_pair(workdir: Path, skew_s: float = 30.0) -> Iterator[Chrony]:
 
 def _start(chronyd: str, workdir: Path, name: str, lines: list[str]) -> subprocess.Popen[bytes]:
     conf = workdir / f"{name}.conf"
-    conf.write_text("\n".join(["bindaddress 127.0.0.1", "cmdport 0", "allow 127.0.0.1",
-                               f"pidfile {workdir / name}.pid", *lines]) + "\n")
+    conf.write_text(
+        "\n".join(
+            ["bindaddress 127.0.0.1", "cmdport 0", "allow 127.0.0.1", f"pidfile {workdir / name}.pid", *lines]
+        )
+        + "\n"
+    )
     # -x: never touch this machine's clock; -d: stay in the foreground so we own the process.
     with open(workdir / f"{name}.log", "wb") as log:  # the child keeps its own copy of the descriptor
         return subprocess.Popen([chronyd, "-x", "-d", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=log)

@@ -39,6 +39,8 @@ class Store:
     reports: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
     posts: int = 0
     duplicates: int = 0
+    conflicts: int = 0  # same (agent_id, boot_id, seq) with a different body: a reused sequence number
+    in_flight: int = 0  # requests stored and now sleeping before their answer
     statuses: list[int] = field(default_factory=list)
 
     def seqs(self, agent_id: str | None = None) -> list[int]:
@@ -55,6 +57,7 @@ class Sink:
         self._thread: threading.Thread | None = None
         self.port = port
         self.rng = random.Random(1234)
+        self._faulted = 0
 
     @property
     def url(self) -> str:
@@ -74,7 +77,11 @@ class Sink:
                 body = self.rfile.read(length)
                 status, payload, delay = sink.handle(self.path, self.headers.get("Authorization"), body)
                 if delay:
+                    with sink.lock:
+                        sink.store.in_flight += 1
                     time.sleep(delay)
+                    with sink.lock:
+                        sink.store.in_flight -= 1
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -89,7 +96,9 @@ class Sink:
         server.daemon_threads = True
         self.port = server.server_address[1]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -110,7 +119,8 @@ class Sink:
             if f.status is not None:
                 return self._answer(f.status, {"detail": "fault"})
             if f.status_ratio and self.rng.random() < f.status_ratio:
-                return self._answer(self.rng.choice(f.statuses), {"detail": "fault"})
+                self._faulted += 1  # cycle through the statuses so every one of them shows up
+                return self._answer(f.statuses[self._faulted % len(f.statuses)], {"detail": "fault"})
             try:
                 raw = json.loads(body)
                 batch = ReportBatch.model_validate(raw)
@@ -126,6 +136,8 @@ class Sink:
                 if key in self.store.reports:
                     dup.append(report.seq)
                     self.store.duplicates += 1
+                    if self.store.reports[key] != raw_report:
+                        self.store.conflicts += 1
                 else:
                     self.store.reports[key] = raw_report
                     new.append(report.seq)

@@ -34,8 +34,9 @@ def count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return hashed
 
 
-def test_first_pass_is_full_then_incremental_rehashes_nothing(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_pass_is_full_then_incremental_rehashes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "cache"
     make_cache(root)
     hashed = count_hashes(monkeypatch)
@@ -50,7 +51,9 @@ def test_first_pass_is_full_then_incremental_rehashes_nothing(tmp_path: Path,
     assert (first.files, first.bytes) == (21, sum(1000 + i for i in range(20)))
 
 
-def test_changed_file_is_rehashed_and_changes_the_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changed_file_is_rehashed_and_changes_the_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "cache"
     make_cache(root)
     before = cache.collect(config(tmp_path, root)).caches[0]

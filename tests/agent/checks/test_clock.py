@@ -83,7 +83,12 @@ def test_system_servers(files: tuple[str, ...], servers: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("host", ("host", "ntp")), ("host:123", ("host", 123)), ("[::1]:11123", ("::1", 11123)), ("::1", ("::1", "ntp"))],
+    [
+        ("host", ("host", "ntp")),
+        ("host:123", ("host", 123)),
+        ("[::1]:11123", ("::1", 11123)),
+        ("::1", ("::1", "ntp")),
+    ],
     ids=["host", "host-port", "ipv6-port", "ipv6"],
 )
 def test_split_server(text: str, expected: tuple[str, int | str]) -> None:

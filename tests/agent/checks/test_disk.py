@@ -12,8 +12,13 @@ from common.readings import Status
 
 
 def test_real_paths_ok(tmp_path: Path) -> None:
-    config = disk.DiskConfig(paths=("/", str(tmp_path)), probe_dir=str(tmp_path), min_free_bytes=0,
-                             min_free_ratio=0, min_inodes_free_ratio=0)
+    config = disk.DiskConfig(
+        paths=("/", str(tmp_path)),
+        probe_dir=str(tmp_path),
+        min_free_bytes=0,
+        min_free_ratio=0,
+        min_inodes_free_ratio=0,
+    )
 
     reading = disk.collect(config)
 
@@ -57,8 +62,9 @@ def readonly_mount(tmp_path: Path) -> Iterator[Path]:
     target.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a read-only tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(target)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(target)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"mount not permitted here: {done.stderr.strip()}")
     try:
@@ -68,8 +74,13 @@ def readonly_mount(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_readonly_mount_is_a_problem(readonly_mount: Path) -> None:
-    config = disk.DiskConfig(paths=(str(readonly_mount),), probe_dir=str(readonly_mount), min_free_bytes=0,
-                             min_free_ratio=0, min_inodes_free_ratio=0)
+    config = disk.DiskConfig(
+        paths=(str(readonly_mount),),
+        probe_dir=str(readonly_mount),
+        min_free_bytes=0,
+        min_free_ratio=0,
+        min_inodes_free_ratio=0,
+    )
 
     reading = disk.collect(config)
 
@@ -82,8 +93,13 @@ def test_readonly_mount_is_a_problem(readonly_mount: Path) -> None:
 
 
 def test_readonly_clears_after_remount(readonly_mount: Path) -> None:
-    config = disk.DiskConfig(paths=(str(readonly_mount),), probe_dir=str(readonly_mount), min_free_bytes=0,
-                             min_free_ratio=0, min_inodes_free_ratio=0)
+    config = disk.DiskConfig(
+        paths=(str(readonly_mount),),
+        probe_dir=str(readonly_mount),
+        min_free_bytes=0,
+        min_free_ratio=0,
+        min_inodes_free_ratio=0,
+    )
     assert disk.collect(config).status is Status.problem
 
     subprocess.run(["mount", "-o", "remount,rw", str(readonly_mount)], check=True)

@@ -20,8 +20,9 @@ PROC = Path(__file__).resolve().parents[2] / "fixtures" / "proc"
     ],
     ids=["ok", "psi-missing", "pressure"],
 )
-def test_reading_from_proc_tree(tree: str, status: Status, reason: str | None, psi_full_avg60: float | None,
-                                tmp_path: Path) -> None:
+def test_reading_from_proc_tree(
+    tree: str, status: Status, reason: str | None, psi_full_avg60: float | None, tmp_path: Path
+) -> None:
     reading = memory.collect(memory.MemoryConfig(proc_root=str(PROC / tree), state_dir=str(tmp_path)))
 
     assert (reading.status, reading.reason) == (status, reason)
