@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from enum import StrEnum
 from types import FrameType
 from typing import Annotated, Any
@@ -53,13 +54,15 @@ def _load(config: str | None) -> settings.AgentSettings:
 @app.command()
 def run(config: ConfigOption = None) -> None:
     """Run the agent: checks on their schedule, reports spooled and sent. SIGTERM stops it cleanly."""
+    _without_charset_detection()
     from agent.daemon import Agent  # the daemon's imports are not needed for `once` or `config`
 
     cfg = _load(config)
     logging.basicConfig(
         level=cfg.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # "skipped: maximum number of running instances" is the no-overlap rule working, not a fault.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     try:
         agent = Agent(cfg)
     except OSError as exc:
@@ -108,6 +111,19 @@ def show_config(
         typer.echo(json.dumps(data, indent=2))
     else:
         typer.echo(toml_dumps(data), nl=False)
+
+
+def _without_charset_detection() -> None:
+    """requests imports a charset detector (about 2.5 MB resident) only to guess the encoding of text
+    bodies that declare none; the controller answers JSON, so the daemon never needs it. Done only in
+    the daemon's own process, before requests is first imported."""
+    if "requests" in sys.modules:
+        return
+    sys.modules.setdefault("charset_normalizer", None)  # type: ignore[arg-type]
+    sys.modules.setdefault("chardet", None)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # requests warns that no detector is installed: intended
+        import requests  # noqa: F401
 
 
 def _as_json(outcome: Outcome) -> dict[str, Any]:

@@ -113,9 +113,13 @@ class Sender:
 
     def _send(self, batch: list[Spooled]) -> Result:
         try:
+            # The spooled JSON goes out as stored, never decoded and re-encoded: less memory and CPU, and
+            # a resend is byte-identical to the first attempt.
+            body = '{"reports":[' + ",".join(item.body for item in batch) + "]}"
             response = self.session.post(
                 self.url,
-                json={"reports": [item.body for item in batch]},
+                data=body.encode("utf-8"),
+                headers={"Content-Type": "application/json"},
                 timeout=(self.settings.connect_timeout_s, self.settings.read_timeout_s),
             )
         except requests.RequestException as exc:

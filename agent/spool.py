@@ -12,7 +12,6 @@ twice and never silently lost.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import shutil
 import sqlite3
@@ -21,7 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agent.settings import SpoolSettings
 from common.reports import AgentReport
@@ -57,7 +55,7 @@ class Spooled:
     boot_id: str
     seq: int
     dropped: int
-    body: dict[str, Any]
+    body: str  # the report's JSON exactly as spooled: resent byte for byte
 
 
 class Spool:
@@ -76,6 +74,8 @@ class Spool:
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode survives an agent crash (kill -9); only a power loss can lose the last commits.
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # The spool is written and read sequentially; a small page cache keeps the daemon light.
+        self._db.execute("PRAGMA cache_size=-512")
         self._db.executescript(_SCHEMA)
         # Drops noted while the disk was too full to record them in the database.
         self._unrecorded_drops = 0
@@ -137,7 +137,7 @@ class Spool:
                 "WHERE agent_id = ? AND boot_id = ? ORDER BY id LIMIT ?",
                 (first[0], first[1], limit),
             ).fetchall()
-        return [Spooled(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
+        return [Spooled(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
     def ack(self, agent_id: str, boot_id: str, seqs: list[int]) -> int:
         with self._lock:

@@ -26,8 +26,8 @@ def count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     hashed: list[str] = []
     real = cache.hash_file
 
-    def counting(path: Path, algorithm: str, buf: bytearray | None = None) -> str:
-        hashed.append(path.name)
+    def counting(path: str | Path, algorithm: str, buf: bytearray | None = None) -> str:
+        hashed.append(os.path.basename(path))
         return real(path, algorithm, buf)
 
     monkeypatch.setattr(cache, "hash_file", counting)
