@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import warnings
 from enum import StrEnum
@@ -65,8 +66,11 @@ def run(config: ConfigOption = None) -> None:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     try:
         agent = Agent(cfg)
-    except OSError as exc:
-        typer.echo(f"error: cannot use state dir {cfg.state_dir}: {exc}", err=True)
+    except (OSError, sqlite3.Error) as exc:
+        typer.echo(
+            f"error: cannot use state dir {cfg.state_dir}: {exc} (set state_dir to a writable directory)",
+            err=True,
+        )
         raise typer.Exit(1) from None
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
