@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import sys
+import tempfile
 import warnings
 from enum import StrEnum
+from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
 import typer
 
 from agent import checks, settings
+from agent.checks.base import CheckConfig
+from agent.checks.memory import OOM_STATE_FILE, MemoryConfig
 from agent.runner import Outcome, run_check
 from agent.tomlout import dumps as toml_dumps
 from common.readings import Status
@@ -90,11 +96,12 @@ def once(
     """Run every enabled check now and print the readings; exit 1 if any is a problem."""
     cfg = _load(config)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    outcomes = [
-        run_check(module, cfg.check_config(module.NAME))
-        for module in checks.CHECKS
-        if cfg.check_config(module.NAME).enabled
-    ]
+    with tempfile.TemporaryDirectory(prefix="runner-agent-once-") as scratch:
+        outcomes = [
+            run_check(module, _once_config(cfg, module.NAME, Path(scratch)))
+            for module in checks.CHECKS
+            if cfg.check_config(module.NAME).enabled
+        ]
     if output is OnceFormat.json:
         typer.echo(json.dumps([_as_json(o) for o in outcomes], indent=2))
     else:
@@ -115,6 +122,18 @@ def show_config(
         typer.echo(json.dumps(data, indent=2))
     else:
         typer.echo(toml_dumps(data), nl=False)
+
+
+def _once_config(cfg: settings.AgentSettings, name: str, scratch: Path) -> CheckConfig:
+    """`once` must not move the daemon's state: the memory check reads a copy of the OOM counter, so
+    the kills it shows are still reported by the daemon's next reading."""
+    config = cfg.check_config(name)
+    if isinstance(config, MemoryConfig) and config.state_dir:
+        counter = Path(config.state_dir) / OOM_STATE_FILE
+        with contextlib.suppress(OSError):
+            shutil.copy(counter, scratch / OOM_STATE_FILE)
+        return config.model_copy(update={"state_dir": str(scratch)})
+    return config
 
 
 def _without_charset_detection() -> None:

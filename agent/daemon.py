@@ -66,7 +66,9 @@ class Agent:
         """One scheduled run: read, spool, nudge the sender. Spooling first is what makes a crash harmless."""
         if self.stop_event.is_set():
             return
-        outcome = run_check(module, config)
+        outcome = run_check(module, config, stop=self.stop_event)
+        if self.stop_event.is_set():
+            return  # stopping: a reading cut short is not worth a report
         observed = datetime.now(UTC)
 
         def build(seq: int, dropped: int) -> AgentReport:

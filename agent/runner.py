@@ -38,7 +38,9 @@ _in_flight: set[str] = set()
 _in_flight_lock = threading.Lock()
 
 
-def run_check(module: ModuleType, config: CheckConfig) -> Outcome:
+def run_check(module: ModuleType, config: CheckConfig, stop: threading.Event | None = None) -> Outcome:
+    """Run `module.collect(config)`; when `stop` is set the wait ends at once, so a stopping agent is
+    never held up by a long cache pass (the check's daemon thread is simply abandoned)."""
     name: str = module.NAME
     started = time.monotonic()
     with _in_flight_lock:
@@ -61,8 +63,17 @@ def run_check(module: ModuleType, config: CheckConfig) -> Outcome:
     # makes to its own thread (the cache check's nice/ionice) die with it.
     thread = threading.Thread(target=target, name=f"check-{name}", daemon=True)
     thread.start()
-    thread.join(config.timeout_s)
+    deadline = started + config.timeout_s
+    while thread.is_alive() and (stop is None or not stop.is_set()):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        thread.join(min(remaining, 0.2) if stop is not None else remaining)
     duration = time.monotonic() - started
+    if thread.is_alive() and stop is not None and stop.is_set():
+        return Outcome(
+            name, unknown(name, "AgentStopping", "the agent stopped before the check returned"), duration
+        )
     if thread.is_alive():
         log.warning("check %s timed out after %.1f s", name, config.timeout_s)
         return Outcome(

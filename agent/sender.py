@@ -170,6 +170,8 @@ class Sender:
         except (ValueError, TypeError, AttributeError):
             log.warning("sender: unreadable acknowledgement; will resend (the controller dedupes)")
             return Result(retry=True)
+        # A batch that went through lets the size limit a 413 imposed grow back, one doubling at a time.
+        self._batch_limit = min(self.settings.batch_size, max(self._batch_limit, len(batch) * 2))
         sent = {item.seq for item in batch}
         acked = self.spool.ack(batch[0].agent_id, batch[0].boot_id, [s for s in seqs if s in sent])
         if acked < len(batch):

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS reports (
     body TEXT NOT NULL,
     UNIQUE (agent_id, boot_id, seq)
 );
+CREATE INDEX IF NOT EXISTS reports_created_at ON reports (created_at);
 CREATE TABLE IF NOT EXISTS sequences (
     agent_id TEXT NOT NULL,
     boot_id TEXT NOT NULL,

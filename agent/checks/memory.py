@@ -17,6 +17,7 @@ from agent.checks.base import CheckConfig
 from common.readings import MemoryReading, Status
 
 NAME = "memory"
+OOM_STATE_FILE = "memory-oom.json"
 
 
 class MemoryConfig(CheckConfig):
@@ -137,7 +138,7 @@ def _vmstat_oom(path: Path) -> int | None:
 
 
 def _state_file(config: MemoryConfig) -> Path | None:
-    return Path(config.state_dir) / "memory-oom.json" if config.state_dir else None
+    return Path(config.state_dir) / OOM_STATE_FILE if config.state_dir else None
 
 
 def _load(config: MemoryConfig, key: str) -> int | None:

@@ -120,3 +120,25 @@ def test_unknown_output_format_lists_the_allowed(tmp_path: Path) -> None:
     result = runner.invoke(app, ["once", "--config", str(write(tmp_path, "")), "-o", "yaml"])
 
     assert result.exit_code == 2 and "'table', 'json'" in result.stderr
+
+
+def test_once_does_not_consume_the_daemons_oom_count(tmp_path: Path) -> None:
+    import shutil
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "proc"
+    proc = tmp_path / "proc"
+    shutil.copytree(fixtures / "oom-1", proc)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "memory-oom.json").write_text(json.dumps({str(proc.resolve()): 7}))
+    shutil.copy(fixtures / "oom-2" / "vmstat", proc / "vmstat")  # two kills since the daemon's reading
+    config = write(tmp_path, f'[memory]\nproc_root = "{proc}"\n[disk]\nenabled = false\n')
+
+    first = runner.invoke(app, ["once", "--config", str(config), "-o", "json"])
+    second = runner.invoke(app, ["once", "--config", str(config), "-o", "json"])
+
+    for result in (first, second):
+        assert result.exit_code == 1
+        (item,) = json.loads(result.stdout)
+        assert (item["reading"]["reason"], item["reading"]["oom_kills"]) == ("OomKills", 2)
+    assert json.loads((state / "memory-oom.json").read_text()) == {str(proc.resolve()): 7}

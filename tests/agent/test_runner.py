@@ -48,3 +48,21 @@ def test_wrong_return_type_is_unknown() -> None:
     outcome = run_check(module("memory", lambda config: DiskReading()), CheckConfig())  # type: ignore[arg-type]
 
     assert outcome.reading.reason == "CheckFailed" and outcome.reading.check == "memory"
+
+
+def test_stopping_agent_is_not_held_by_a_long_check() -> None:
+    release = threading.Event()
+    stop = threading.Event()
+
+    def long_pass(config: CheckConfig) -> DiskReading:
+        release.wait(10)
+        return DiskReading()
+
+    threading.Timer(0.2, stop.set).start()
+    started = time.monotonic()
+    outcome = run_check(module("cache", long_pass), CheckConfig(timeout_s=3600), stop=stop)  # type: ignore[arg-type]
+    release.set()
+    time.sleep(0.1)
+
+    assert time.monotonic() - started < 2
+    assert outcome.reading.reason == "AgentStopping"

@@ -142,3 +142,18 @@ def test_reports_of_an_earlier_boot_are_sent_in_their_own_batch(sink: Sink, spoo
 
     assert s.send_once().acked == 1 and s.send_once().acked == 1
     assert sorted(sink.store.reports) == [("r1", "new-boot", 1), ("r1", "old-boot", 1)]
+
+
+def test_batch_size_grows_back_after_a_413(sink: Sink, spool: Spool) -> None:
+    fill(spool, 40)
+    sink.faults.max_batch = 4
+    s = Sender(sink.url, sink.token, spool, SenderSettings(batch_size=32))
+    s.send_once()  # 413 at 32, then 16, 8, 4: four sent
+    sink.faults.max_batch = None
+
+    sizes = []
+    while spool.stats()["reports"]:
+        sizes.append(min(s._batch_limit, spool.stats()["reports"]))
+        assert s.send_once().acked
+
+    assert sizes[0] == 8 and max(sizes) > 8 and sink.store.seqs() == list(range(1, 41))
