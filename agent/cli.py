@@ -28,6 +28,7 @@ from common.readings import Status
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="runner-agent: reads this CI runner's health and reports it to runner-controller.",
 )
@@ -178,13 +179,18 @@ def _print_table(outcomes: list[Outcome]) -> None:
 
 
 def main() -> None:
-    if os.environ.get("RUNNER_AGENT_DEBUG"):
-        app()
-        return
+    """The console script. Tracebacks only with RUNNER_AGENT_DEBUG=1; otherwise one `error:` line."""
     try:
-        app(standalone_mode=True)
+        app(prog_name="runner-agent")
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("RUNNER_AGENT_DEBUG"):
+            raise
+        print(
+            f"error: {type(exc).__name__}: {exc} (RUNNER_AGENT_DEBUG=1 shows the traceback)", file=sys.stderr
+        )
+        sys.exit(1)
 
 
 if __name__ == "__main__":
