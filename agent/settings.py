@@ -72,7 +72,9 @@ class AgentSettings(BaseSettings):
         env_prefix="RUNNER_AGENT_", env_nested_delimiter="__", extra="forbid", frozen=True
     )
 
-    server: str = "http://127.0.0.1:8080"
+    server: str = Field(
+        default="http://127.0.0.1:8080", pattern=r"^https?://[^\s/]+", description="controller URL"
+    )
     token: SecretStr | None = None
     agent_id: str | None = Field(default=None, description="defaults to the runner id")
     state_dir: Path = Path("/var/lib/runner-agent")

@@ -14,7 +14,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "identity"
 def roots(**kw: tuple[str, ...]) -> Roots:
     base: dict[str, tuple[str, ...]] = {"github": (), "gitlab": (), "buildkite": (), "image_files": ()}
     base.update(kw)
-    return Roots(etc=FIX / "etc", **base)  # type: ignore[arg-type]
+    return Roots(etc=FIX / "etc", **base)
 
 
 @pytest.mark.parametrize(

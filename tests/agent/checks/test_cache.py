@@ -19,7 +19,7 @@ def make_cache(root: Path, files: int = 20) -> None:
 
 
 def config(tmp_path: Path, root: Path, **kw: object) -> cache.CacheConfig:
-    return cache.CacheConfig(caches={"deps": str(root)}, state_dir=str(tmp_path / "state"), **kw)  # type: ignore[arg-type]
+    return cache.CacheConfig(caches={"deps": str(root)}, state_dir=str(tmp_path / "state"), **kw)
 
 
 def count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -122,3 +122,33 @@ def test_sha256_algorithm(tmp_path: Path) -> None:
     digest = cache.collect(config(tmp_path, root, algorithm="sha256")).caches[0].digest
 
     assert digest and digest.startswith("sha256:")
+
+
+def test_hashing_thread_runs_at_low_priority_and_nothing_else_does(tmp_path: Path) -> None:
+    import threading
+
+    import psutil
+
+    seen: dict[str, object] = {}
+    real = cache.hash_file
+
+    def spy(path: str | Path, algorithm: str, buf: bytearray | None = None) -> str:
+        tid = threading.get_native_id()
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, tid)
+        seen["ioclass"] = psutil.Process(tid).ionice().ioclass
+        return real(path, algorithm, buf)
+
+    root = tmp_path / "cache"
+    make_cache(root, files=2)
+    main_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cache, "hash_file", spy)
+    try:
+        worker = threading.Thread(target=cache.collect, args=(config(tmp_path, root),))
+        worker.start()
+        worker.join(30)
+    finally:
+        mp.undo()
+
+    assert seen == {"nice": 19, "ioclass": psutil.IOPRIO_CLASS_IDLE}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_nice
