@@ -162,3 +162,19 @@ def test_dropped_count_in_a_dropped_report_is_not_lost(tmp_path: Path) -> None:
     held = sum(item.dropped for item in spool.peek(500))
 
     assert held + spool.stats()["pending_dropped"] == 10 - len(spool.peek(500))
+
+
+def test_sigterm_finishes_the_send_in_progress(sink: Sink, tmp_path: Path) -> None:
+    config = ap.write_config(tmp_path, sink.url, sink.token, sender={"read_timeout_s": 5.0})
+    sink.faults.slow_s, sink.faults.slow_ratio = 1.5, 1.0
+    proc = ap.start(config, tmp_path / "agent.log")
+    try:
+        ap.wait_for(lambda: sink.store.in_flight > 0, 20, "a send in flight")
+    finally:
+        assert ap.stop(proc) == 0
+
+    spool = Spool(tmp_path / "state", SpoolSettings())
+    still_spooled = {item.seq for item in spool.peek(500)}
+    # Whatever the sink stored was answered and acknowledged before the agent exited: no abandoned send.
+    assert sink.store.reports and not (set(sink.store.seqs()) & still_spooled)
+    assert "runner-agent stopped" in (tmp_path / "agent.log").read_text()
