@@ -40,6 +40,7 @@ class Discovered:
     name: str | None = None
     pool: str | None = None
     labels: list[str] = field(default_factory=list)
+    ephemeral: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def resolve(config: IdentitySettings, roots: Roots | None = None) -> RunnerIdent
         shard=_clean(config.shard),
         labels=tuple(x for x in (_clean(label) for label in labels[:100]) if x),
         provider=_clean(config.provider or found.provider),
-        ephemeral=bool(config.ephemeral) if config.ephemeral is not None else False,
+        ephemeral=config.ephemeral if config.ephemeral is not None else bool(found.ephemeral),
     )
 
 
@@ -126,6 +127,8 @@ def _github(path: Path, found: Discovered) -> None:
     found.provider = "github"
     found.name = _str(data.get("agentName"))
     found.pool = _str(data.get("poolName"))
+    if isinstance(data.get("ephemeral"), bool):  # written by `config.sh --ephemeral`
+        found.ephemeral = data["ephemeral"]
 
 
 def _gitlab(path: Path, found: Discovered) -> None:

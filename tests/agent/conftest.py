@@ -1,14 +1,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.agent.sink import Sink, running_sink
 from tests.chrony import Chrony, chrony_pair
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 @pytest.fixture
@@ -21,8 +18,3 @@ def sink() -> Iterator[Sink]:
 def chrony(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chrony]:
     with chrony_pair(tmp_path_factory.mktemp("chrony")) as pair:
         yield pair
-
-
-@pytest.fixture
-def fixtures() -> Path:
-    return FIXTURES

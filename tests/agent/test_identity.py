@@ -37,9 +37,13 @@ def roots(**kw: tuple[str, ...]) -> Roots:
                 "labels": ("queue=linux-large", "os=linux", "arch=amd64"),
             },
         ),
-        ({}, {"id": socket.gethostname(), "name": None, "provider": None}),
+        ({}, {"id": socket.gethostname(), "name": None, "provider": None, "ephemeral": False}),
+        (
+            {"github": (str(FIX / "github-ephemeral" / ".runner"),)},
+            {"id": "gh-jit-4411", "provider": "github", "ephemeral": True},
+        ),
     ],
-    ids=["github-runner", "gitlab-runner", "buildkite-agent", "bare-host"],
+    ids=["github-runner", "gitlab-runner", "buildkite-agent", "bare-host", "github-ephemeral"],
 )
 def test_discovery(found: dict[str, tuple[str, ...]], expected: dict[str, object]) -> None:
     identity = resolve(IdentitySettings(), roots(**found))
