@@ -1,1 +1,3 @@
-"""runner-agent: health readings from a CI runner, delivered to the controller without loss."""
+"""runner-agent: a light daemon on every CI runner that reads its health and reports it to the controller."""
+
+__version__ = "0.1.0"
