@@ -36,6 +36,8 @@ PROJECT_TEST_COUNT = 12  # tests in buildbot_project/; 9 of them use the scratch
 PROPERTY_SLOTS = 8
 RESULT_NAMES = ("success", "warnings", "failure", "skipped", "exception", "retry", "cancelled")
 SUCCESS, WARNINGS, FAILURE = 0, 1, 2
+# Each poll is a REST query the master answers in Python; polling faster slows the builds down.
+POLL_INTERVAL = 0.25
 
 
 class BuildbotError(RuntimeError):
@@ -171,13 +173,13 @@ class BuildbotFleet:
     def wait_until(
         self, done: Callable[[], bool], timeout: float = 60, what: str | Callable[[], str] = "condition"
     ) -> None:
-        """Poll `done` every 0.1 s; on timeout raise TimeoutError with `what` and the fleet's logs."""
+        """Poll `done` every POLL_INTERVAL; on timeout raise TimeoutError with `what` and the logs."""
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
                 detail = what() if callable(what) else what
                 raise TimeoutError(f"after {timeout:.0f} s: {detail}\n{self.log_tails()}")
-            time.sleep(0.1)
+            time.sleep(POLL_INTERVAL)
 
     def log_tails(self, lines: int = 30) -> str:
         """The end of the master's and workers' logs, for failure messages."""
@@ -258,7 +260,10 @@ def start_fleet(
             "master", [str(venv / "bin/buildbot"), "start", "--nodaemon", "master"], cwd=workdir, env=env
         )
         fleet.pids.append(master_proc.pid)
-        _wait_until(lambda: _answers(url), start_timeout, [master_proc], fleet, "master's REST API to answer")
+        # Workers that find no PB port back off for seconds before retrying, so start them once it listens.
+        _wait_until(
+            lambda: _listens(pb_port), start_timeout, [master_proc], fleet, "master's PB port to listen"
+        )
         worker_procs = [
             processes.spawn(
                 name,
@@ -410,8 +415,12 @@ def _wait_until(
         time.sleep(0.1)
 
 
-def _answers(url: str) -> bool:
-    return requests.get(url + "api/v2/builders", timeout=2).status_code == 200
+def _listens(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def _free_ports(count: int) -> list[int]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,8 +128,9 @@ def test_status_push_reports_finished_build(fleet: BuildbotFleet, receiver: Rece
 def test_sick_worker_fails_most_tests_until_it_heals(fleet: BuildbotFleet, receiver: Receiver) -> None:
     fleet.sick_marker("w2").touch()
 
-    sick = fleet.wait_build_for_request(fleet.force_build(worker="w2"))
-    healthy = fleet.wait_build_for_request(fleet.force_build(worker="w3"))
+    sick_request, healthy_request = fleet.force_build(worker="w2"), fleet.force_build(worker="w3")
+    sick = fleet.wait_build_for_request(sick_request)
+    healthy = fleet.wait_build_for_request(healthy_request)
 
     assert sick["results"] == FAILURE, describe(fleet, sick)
     assert healthy["results"] == SUCCESS, describe(fleet, healthy)
@@ -159,7 +160,7 @@ def test_paused_worker_finishes_its_build_and_takes_no_new_ones(fleet: BuildbotF
     fleet.pause("w2", reason="suspected sick by runnerctl")
     state = fleet.worker_states()["w2"]
     assert (state["paused"], state["pause_reason"]) == (True, "suspected sick by runnerctl")
-    others = [fleet.force_build() for _ in range(6)]
+    others = [fleet.force_build() for _ in range(4)]
     held = fleet.wait_build_for_request(busy)
     builds = [fleet.wait_build_for_request(brid) for brid in others]
 
@@ -202,9 +203,9 @@ def test_teardown_leaves_no_process_behind(buildbot_venv: Path, tmp_path: Path) 
         pytest.raises(RuntimeError, match="test failed mid-build"),
         start_fleet(tmp_path / "bb", venv=buildbot_venv, workers=["w1"]) as small,
     ):
-        brid = small.force_build(hold_seconds=60)
-        small.wait_until(lambda: bool(small.builds(buildrequestid=brid)), 30, "build never started")
-        time.sleep(1)  # let the hold step's command start on the worker
+        small.force_build(hold_seconds=60)
+        worker = psutil.Process(small.pids[1])
+        small.wait_until(lambda: _runs(worker, "time.sleep"), 60, "the build's hold command never started")
         for pid in small.pids:
             pids += [pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))]
         raise RuntimeError("test failed mid-build")
@@ -218,3 +219,11 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _runs(parent: psutil.Process, needle: str) -> bool:
+    for child in parent.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if needle in " ".join(child.cmdline()):
+                return True
+    return False
