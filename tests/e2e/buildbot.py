@@ -123,7 +123,7 @@ class BuildbotFleet:
 
         Properties become build properties. Those the builder understands: `worker` (pin the build to
         that worker; a rebuild ignores the pin), `flaky` (comma-separated test names that fail wherever
-        they run) and `hold_seconds` (keep the worker busy that long before the tests).
+        they run) and `hold_seconds` (the suite sleeps that long before its tests: a busy worker).
         """
         if len(props) > PROPERTY_SLOTS:
             raise ValueError(f"at most {PROPERTY_SLOTS} properties per forced build, got {len(props)}")
@@ -209,6 +209,7 @@ def start_fleet(
     results_url: str | None = None,
     status_push_url: str | None = None,
     token: str = "runnerctl-test-token",
+    uploader: str = "auto",
     python: str = sys.executable,
     start_timeout: float = 60,
     stop_timeout: float = 15,
@@ -217,7 +218,9 @@ def start_fleet(
 
     `results_url`: each build POSTs its JUnit XML there with `Authorization: Bearer <token>` and query
     `job_id=<buildid>&run_id=<buildsetid>&runner_id=<worker>&pool=buildbot&machine=<worker>&provider=buildbot`.
+    `uploader`: "curl", "python" (urllib, for hosts without curl) or "auto" (curl when installed).
     `status_push_url`: Buildbot's HttpStatusPush posts each build's dict there at start and finish.
+    The processes get SIGKILL if the thread that called this dies without unwinding (setpriv --pdeathsig).
     """
     venv = venv or buildbot_venv_path()
     problem = buildbot_venv_problem(venv)
@@ -251,6 +254,7 @@ def start_fleet(
             "results_url": results_url,
             "status_push_url": status_push_url,
             "token": token,
+            "uploader": uploader,
             "property_slots": PROPERTY_SLOTS,
         }
         (master / "fleet.json").write_text(json.dumps(fleet_config, indent=2), encoding="utf-8")
@@ -432,10 +436,12 @@ def _free_ports(count: int) -> list[int]:
         return [sock.getsockname()[1] for sock in socks]
 
 
+# Builds see only these from the test process: Buildbot writes a step's whole environment into its log,
+# and CI tokens or PYTEST_* variables (PYTEST_ADDOPTS, PYTEST_CURRENT_TEST) have no business there.
+_PASSED_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "SHELL", "TMPDIR", "TZ", "USER")
+
+
 def _clean_env(venv: Path) -> dict[str, str]:
-    # Inherited pytest variables (PYTEST_CURRENT_TEST, PYTEST_ADDOPTS...) would reach the builds' own
-    # pytest runs; a VIRTUAL_ENV from this venv would confuse Buildbot's.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "VIRTUAL_ENV"}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("PYTHONPATH", None)
+    env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
     return env

@@ -205,7 +205,7 @@ def test_teardown_leaves_no_process_behind(buildbot_venv: Path, tmp_path: Path) 
     ):
         small.force_build(hold_seconds=60)
         worker = psutil.Process(small.pids[1])
-        small.wait_until(lambda: _runs(worker, "time.sleep"), 60, "the build's hold command never started")
+        small.wait_until(lambda: _runs(worker, "pytest"), 60, "the build's pytest never started")
         for pid in small.pids:
             pids += [pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))]
         raise RuntimeError("test failed mid-build")
