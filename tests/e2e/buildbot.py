@@ -13,18 +13,17 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import psutil
 import requests
+
+from tests.e2e.processes import ChildProcesses, free_ports, port_listens
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -228,11 +227,11 @@ def start_fleet(
         raise BuildbotError(problem)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "sick").mkdir(exist_ok=True)
-    www_port, pb_port = _free_ports(2)
+    www_port, pb_port = free_ports(2)
     url = f"http://127.0.0.1:{www_port}/"
     password = secrets.token_hex(8)
     env = _clean_env(venv)
-    processes = _Processes(workdir / "logs")
+    processes = ChildProcesses(workdir / "logs")
     try:
         _create(workdir, venv, env, list(workers), pb_port, password)
         master = workdir / "master"
@@ -266,7 +265,7 @@ def start_fleet(
         fleet.pids.append(master_proc.pid)
         # Workers that find no PB port back off for seconds before retrying, so start them once it listens.
         _wait_until(
-            lambda: _listens(pb_port), start_timeout, [master_proc], fleet, "master's PB port to listen"
+            lambda: port_listens(pb_port), start_timeout, [master_proc], fleet, "master's PB port to listen"
         )
         worker_procs = [
             processes.spawn(
@@ -330,74 +329,22 @@ def _create(
         for cmd in commands
     ]
     failures = []
-    for cmd, proc in zip(commands, procs, strict=True):
-        try:
-            output, _ = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            output, _ = proc.communicate()
-        if proc.returncode != 0:
-            failures.append(f"{' '.join(cmd)} -> {proc.returncode}\n{output.decode(errors='replace')}")
+    try:
+        for cmd, proc in zip(commands, procs, strict=True):
+            try:
+                output, _ = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                output, _ = proc.communicate()
+            if proc.returncode != 0:
+                failures.append(f"{' '.join(cmd)} -> {proc.returncode}\n{output.decode(errors='replace')}")
+    finally:
+        for proc in procs:  # only left running when interrupted (Ctrl-C) above
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     if failures:
         raise BuildbotError("creating the fleet failed:\n" + "\n".join(failures))
-
-
-class _Processes:
-    """Long-running fleet processes, each the leader of its own session, logging to a file."""
-
-    def __init__(self, logdir: Path) -> None:
-        self._logdir = logdir
-        self._running: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
-
-    def spawn(self, name: str, argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-        self._logdir.mkdir(parents=True, exist_ok=True)
-        # If this test process dies without unwinding (SIGKILL, OOM), the kernel kills the fleet too.
-        if shutil.which("setpriv"):
-            argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
-        log = (self._logdir / f"{name}.out").open("wb")
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except BaseException:
-            log.close()
-            raise
-        self._running.append((proc, log))
-        return proc
-
-    def stop_all(self, timeout: float) -> None:
-        # Build commands run in their own process groups, so find every descendant before the
-        # parents exit and the children are re-parented out of reach.
-        doomed: dict[int, psutil.Process] = {}
-        for proc, _ in self._running:
-            with contextlib.suppress(psutil.Error):
-                parent = psutil.Process(proc.pid)
-                doomed.update({p.pid: p for p in parent.children(recursive=True)})
-        for proc, _ in self._running:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for proc, _ in self._running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        for proc, log in self._running:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-            log.close()
-        for child in doomed.values():
-            with contextlib.suppress(psutil.Error):
-                child.kill()
-        psutil.wait_procs(list(doomed.values()), timeout=5)
-        self._running.clear()
 
 
 def _wait_until(
@@ -417,23 +364,6 @@ def _wait_until(
             why = f"exited: {dead}" if dead else f"timed out after {timeout:.0f} s"
             raise BuildbotError(f"waiting for {what}: {why}\n{fleet.log_tails()}")
         time.sleep(0.1)
-
-
-def _listens(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
-
-
-def _free_ports(count: int) -> list[int]:
-    # Hold all sockets open together so the ports differ; Buildbot binds them a moment later.
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
 
 
 # Builds see only these from the test process: Buildbot writes a step's whole environment into its log,

@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,6 +25,7 @@ from tests.e2e.http_receiver import Received, Receiver, http_receiver
 pytestmark = [pytest.mark.needs_buildbot, pytest.mark.slow]
 
 TOKEN = "e2e-token"
+Build = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def fleet(module_fleet: BuildbotFleet) -> Iterator[BuildbotFleet]:
     module_fleet.wait_until(lambda: not module_fleet.builds(complete="false"), 60, "builds still running")
 
 
-def junit_upload(receiver: Receiver, build: dict) -> tuple[dict[str, str], ET.Element]:
+def junit_upload(receiver: Receiver, build: Build) -> tuple[dict[str, str], ET.Element]:
     """The JUnit upload of a build: its query parameters and parsed XML."""
     upload = receiver.wait_for(
         lambda r: r.path == "/api/v1/results/junit" and r.query.get("job_id") == str(build["buildid"])
@@ -74,7 +76,7 @@ def failed_cases(xml: ET.Element) -> list[str]:
     ]
 
 
-def describe(fleet: BuildbotFleet, build: dict) -> str:
+def describe(fleet: BuildbotFleet, build: Build) -> str:
     return f"build {build['buildid']} on {fleet.workername(build)}: {result_name(build['results'])}"
 
 
@@ -216,7 +218,7 @@ def test_teardown_leaves_no_process_behind(buildbot_venv: Path, tmp_path: Path) 
 
 def _alive(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
