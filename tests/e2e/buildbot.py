@@ -124,6 +124,9 @@ class BuildbotFleet:
         that worker; a rebuild ignores the pin), `flaky` (comma-separated test names that fail wherever
         they run) and `hold_seconds` (the suite sleeps that long before its tests: a busy worker).
         """
+        if "worker" in props and props["worker"] not in self.workers:
+            # Buildbot would queue it for a worker that never comes.
+            raise ValueError(f"unknown worker {props['worker']!r}; the fleet has {self.workers}")
         if len(props) > PROPERTY_SLOTS:
             raise ValueError(f"at most {PROPERTY_SLOTS} properties per forced build, got {len(props)}")
         builderid = self.builder_id(builder)
