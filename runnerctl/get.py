@@ -50,3 +50,93 @@ def runners(
     params: dict[str, Any] = {"l": selector} if selector else {}
     items = client_of(ctx).get("/v1/runners", params=params)["items"]
     emit(items, output, RUNNER_COLUMNS, "runner", lambda r: r["identity"]["id"])
+
+
+INCIDENT_COLUMNS = (
+    Column("id", lambda i: i["id"]),
+    Column("kind", lambda i: i["kind"]),
+    Column("entity", lambda i: i["entity"]),
+    Column("state", lambda i: i["state"]),
+    Column("dimension", lambda i: i["dimension"]),
+    Column("onset", lambda i: i["onset"]),
+    Column("failures", lambda i: f"{i['statistics']['failures']}/{i['statistics']['executions']}"),
+    Column("expected", lambda i: i["statistics"]["expected"]),
+    Column("decided-at", lambda i: i["decided_at"], wide_only=True),
+    Column("p-adjusted", lambda i: i["statistics"]["p_adjusted"], wide_only=True),
+    Column("q-value", lambda i: i["statistics"]["q_value"], wide_only=True),
+    Column("distinct-tests", lambda i: i["statistics"]["distinct_tests"], wide_only=True),
+    Column("pool", lambda i: i.get("pool"), wide_only=True),
+)
+
+
+@app.command("incidents")
+def incidents(
+    ctx: typer.Context,
+    output: OutputOption = "table",
+    state: Annotated[
+        str | None, typer.Option("--state", help="suspect, sick or resolved (comma-separated)")
+    ] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="runner, machine, image or pool")] = None,
+) -> None:
+    """List incidents: entities whose failures are beyond chance, with the sick dimension.
+
+    Examples:
+      runnerctl get incidents
+      runnerctl get incidents --state sick -o json
+    """
+    params = {k: v for k, v in {"state": state, "kind": kind}.items() if v}
+    items = client_of(ctx).get("/v1/incidents", params=params)["items"]
+    emit(items, output, INCIDENT_COLUMNS, "incident", lambda i: i["id"])
+
+
+TEST_COLUMNS = (
+    Column("test", lambda t: t["test_id"]),
+    Column("verdict", lambda t: t["verdict"]),
+    Column("score", lambda t: f"{t['score']:.3f}"),
+    Column("90%-interval", lambda t: f"{t['lower']:.3f}-{t['upper']:.3f}"),
+    Column("failures", lambda t: f"{t['counted_failures']}/{t['counted_executions']}"),
+    Column("discounted", lambda t: t["discounted_failures"]),
+    Column("naive", lambda t: f"{t['failures']}/{t['executions']}", wide_only=True),
+    Column("discounted-by", lambda t: ",".join(sorted(t["discounted_by"])), wide_only=True),
+    Column("reason", lambda t: t.get("reason"), wide_only=True),
+)
+
+
+@app.command("tests")
+def tests(
+    ctx: typer.Context,
+    output: OutputOption = "table",
+    flaky: Annotated[bool, typer.Option("--flaky", help="only flaky tests")] = False,
+    broken: Annotated[bool, typer.Option("--broken", help="only broken and platform-specific tests")] = False,
+    verdict: Annotated[
+        str | None, typer.Option("--verdict", help="flaky, broken, platform, resource-sensitive, healthy")
+    ] = None,
+    all_tests: Annotated[bool, typer.Option("--all", help="include tests that never failed")] = False,
+) -> None:
+    """List tests with their flake score (failures inside incidents and outages discounted).
+
+    `-o name` prints bare test ids, one per line: a quarantine list for CI.
+
+    Examples:
+      runnerctl get tests --flaky
+      runnerctl get tests --flaky -o name > quarantine.txt
+      runnerctl get tests --broken -o wide
+    """
+    wanted = [v for v in (verdict,) if v]
+    if flaky:
+        wanted.append("flaky")
+    if broken:
+        wanted += ["broken", "platform"]
+    params: dict[str, Any] = {"all": str(all_tests).lower()}
+    if wanted:
+        params["verdict"] = ",".join(wanted)
+    items = client_of(ctx).get("/v1/tests", params=params)["items"]
+    if output == "name":
+        for item in items:
+            typer.echo(item["test_id"])
+        if not items:
+            from runnerctl.output import stderr
+
+            stderr.print("No resources found")
+        return
+    emit(items, output, TEST_COLUMNS, "test", lambda t: t["test_id"])

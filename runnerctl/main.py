@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from runnerctl import describe, get
+from runnerctl import describe, explain, get, import_, status
 from runnerctl.client import ApiError
 from runnerctl.config import ConfigError
 from runnerctl.context import Globals
@@ -38,7 +38,10 @@ def root(
 
 
 app.add_typer(describe.app, name="describe")
+app.add_typer(explain.app, name="explain")
 app.add_typer(get.app, name="get")
+app.command("import")(import_.import_files)
+app.command("status")(status.status)
 app.command("version")(version)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +129,11 @@ class Frame:
         if not rows:
             return 0
         self.last_result_id = int(rows[-1][0])
+        self.append_results(rows)
+        return len(rows)
+
+    def append_results(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Rows as (id, time_ms, outcome, ephemeral, test, runner, machine, pool, image, shard, job, run, commit)."""
         kept = [r for r in rows if r[2] != "skipped"]
         self.time_ms = np.concatenate([self.time_ms, np.fromiter((r[1] for r in kept), np.int64, len(kept))])
         self.fail = np.concatenate(
@@ -140,7 +146,6 @@ class Frame:
             code = self.codes[column].code
             values = np.fromiter((code(r[offset]) for r in kept), np.int32, len(kept))
             self.cols[column] = np.concatenate([self.cols[column], values])
-        return len(rows)
 
     def _load_readings(self, conn: Connection, limit: int) -> int:
         t = tables.readings
@@ -164,6 +169,11 @@ class Frame:
         if not rows:
             return 0
         self.last_reading_id = int(rows[-1][0])
+        self.append_readings(rows)
+        return len(rows)
+
+    def append_readings(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Rows as (id, observed_ms, runner, machine, pool, image, check, status, data as JSON text)."""
         base = self.r_time_ms.size
         values = {c: np.full(len(rows), np.nan) for c in READING_COLUMNS}
         cache_rows: list[tuple[int, int, int]] = []
@@ -197,7 +207,6 @@ class Frame:
             self.c_reading = np.concatenate([self.c_reading, arr[:, 0]])
             self.c_key = np.concatenate([self.c_key, arr[:, 1].astype(np.int32)])
             self.c_digest = np.concatenate([self.c_digest, arr[:, 2].astype(np.int32)])
-        return len(rows)
 
 
 def _min(values: list[Any]) -> float:

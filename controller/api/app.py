@@ -10,7 +10,8 @@ from fastapi import FastAPI, Request, Response
 from sqlalchemy.engine import Engine
 
 from common.api import Health
-from controller.api import errors, health, reports, results, runners
+from controller.analysis.service import AnalysisService
+from controller.api import analysis, errors, health, reports, results, runners
 from controller.ingest.service import Ingest
 from controller.metrics import Metrics
 from controller.settings import ControllerSettings
@@ -19,9 +20,13 @@ from controller.settings import ControllerSettings
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     metrics = Metrics()
 
+    analysis_service = AnalysisService(engine, metrics)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        analysis_service.start(settings.analysis_interval_s)
         yield
+        analysis_service.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -35,12 +40,13 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.engine = engine
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.ingest = Ingest(engine, metrics)
-    app.state.health_of = lambda _runner_id: Health()
+    app.state.analysis = analysis_service
+    app.state.ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
+    app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
     app.state.cordon_of = lambda _runner_id: None
 
     errors.install(app)
-    for module in (health, reports, results, runners):
+    for module in (analysis, health, reports, results, runners):
         app.include_router(module.router)
 
     @app.middleware("http")

@@ -117,3 +117,15 @@ readings = Table(
     Index("ix_readings_runner_observed", "runner_id", "observed_ms"),
     Index("ix_readings_check_observed", "check", "observed_ms"),
 )
+
+incidents = Table(
+    "incidents",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("kind", String(20), nullable=False),
+    Column("entity", String(200), nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("dimension", String(20), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+)

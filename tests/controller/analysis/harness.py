@@ -1,44 +1,63 @@
-"""Feed a simulated fleet through the real ingest code into a real SQLite file and analyse it."""
+"""Turn a simulated fleet into the analysis frame (validated through the wire models on the way)."""
 
 from __future__ import annotations
-
-import time
-from pathlib import Path
 
 from pydantic import TypeAdapter
 
 from common.reports import AgentReport
 from common.results import TestResult
+from common.timeutil import to_ms
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
-from controller.db.engine import make_engine
-from controller.db.schema import migrate
-from controller.ingest.reports import store_reports
-from controller.ingest.results import store_results
 from tests.sim import Fleet
 
 _RESULTS = TypeAdapter(list[TestResult])
 _REPORTS = TypeAdapter(list[AgentReport])
 
 
-def load_fleet(fleet: Fleet, directory: Path) -> Frame:
-    engine = make_engine(f"sqlite:///{directory / 'analysis.db'}")
-    migrate(engine)
-    now = int(time.time() * 1000)
-    results = _RESULTS.validate_python(fleet.results)
-    reports = _REPORTS.validate_python(fleet.reports)
-    with engine.begin() as conn:
-        for start in range(0, len(results), 50_000):
-            store_results(conn, results[start : start + 50_000], now)
-        for start in range(0, len(reports), 5_000):
-            store_reports(conn, reports[start : start + 5_000], now)
+def frame_of(fleet: Fleet) -> Frame:
     frame = Frame()
-    with engine.connect() as conn:
-        frame.load(conn)
-    engine.dispose()
+    results = _RESULTS.validate_python(fleet.results)
+    frame.append_results(
+        [
+            (
+                i,
+                to_ms(r.time),
+                r.outcome.value,
+                r.runner.ephemeral,
+                r.test_id,
+                r.runner.id,
+                r.runner.effective_machine(),
+                r.runner.effective_pool(),
+                r.runner.image,
+                r.runner.shard,
+                r.job_id,
+                r.run_id,
+                r.commit,
+            )
+            for i, r in enumerate(results, start=1)
+        ]
+    )
+    rows = []
+    for report in _REPORTS.validate_python(fleet.reports):
+        for reading in report.readings:
+            rows.append(
+                (
+                    len(rows) + 1,
+                    to_ms(report.observed_at),
+                    report.runner.id,
+                    report.runner.effective_machine(),
+                    report.runner.effective_pool(),
+                    report.runner.image,
+                    reading.check,
+                    reading.status.value,
+                    reading.model_dump_json(exclude_none=True),
+                )
+            )
+    frame.append_readings(rows)
     return frame
 
 
-def analyse_fleet(fleet: Fleet, directory: Path, config: AnalysisConfig | None = None) -> Analysis:
-    return analyse(load_fleet(fleet, directory), config=config)
+def analyse_fleet(fleet: Fleet, config: AnalysisConfig | None = None) -> Analysis:
+    return analyse(frame_of(fleet), config=config)

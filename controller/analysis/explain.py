@@ -1,0 +1,151 @@
+"""The evidence chains behind verdicts, for `runnerctl explain runner|test`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from common.timeutil import iso
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.engine import Analysis
+from controller.analysis.flake import entity_name, entity_of
+from controller.analysis.frame import Frame
+from controller.analysis.pivot import pivot, window
+
+DAY_MS = 86_400_000
+
+
+def explain_runner(
+    frame: Frame, analysis: Analysis, runner_id: str, config: AnalysisConfig
+) -> dict[str, Any] | None:
+    code = frame.codes["runner"].index.get(runner_id)
+    if code is None:
+        return None
+    rows = frame.cols["runner"] == code
+    machine = frame.name("machine", int(np.bincount(frame.cols["machine"][rows]).argmax()))
+    image_codes = np.unique(frame.cols["image"][rows])
+    images = {frame.name("image", int(c)) for c in image_codes if c >= 0}
+    pool_code = int(np.bincount(frame.cols["pool"][rows]).argmax())
+    pool = frame.name("pool", pool_code)
+    related = [
+        i
+        for i in analysis.incidents
+        if (i["kind"] == "runner" and i["entity"] == runner_id)
+        or (i["kind"] == "machine" and i["entity"] == machine)
+        or (i["kind"] == "image" and i["entity"] in images)
+        or (i["kind"] == "pool" and i["entity"] == pool)
+    ]
+    health = analysis.health.get(runner_id, {"health": "healthy", "dimension": None, "warnings": []})
+    if related:
+        focus = related[-1]
+        start = _ms(focus["onset"]) - config.bin_s * 1000
+        end = _ms(focus["end"]) if focus.get("end") else analysis.as_of_ms + 1
+    else:
+        focus = None
+        end = analysis.as_of_ms + 1
+        start = end - DAY_MS
+    span = window(frame, start, end)
+    peers = span & (frame.cols["pool"] == pool_code)
+    return {
+        "runner": runner_id,
+        "machine": machine,
+        "images": sorted(images),
+        "pool": pool,
+        "health": health,
+        "incidents": related,
+        "window": {"start": iso(start), "end": iso(end)},
+        "pivot": {
+            "runner": pivot(frame, peers, "runner"),
+            "machine": pivot(frame, peers, "machine"),
+            "image": pivot(frame, peers, "image"),
+            "shard": pivot(frame, peers, "shard"),
+        },
+        "what_would_flip": _flip(focus, health, config),
+        "as_of": iso(analysis.as_of_ms),
+    }
+
+
+def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: AnalysisConfig) -> list[str]:
+    if incident is None:
+        notes = [
+            f"to become suspect: a stretch of failures at least {config.min_ratio:g}x what the same tests do on "
+            f"peers, across {config.min_distinct_tests}+ distinct tests and {config.min_failed_jobs}+ jobs, "
+            f"significant after Benjamini–Hochberg at q={config.fdr_q:g}",
+        ]
+        if health.get("warnings"):
+            notes.append("its bad readings alone never make it sick: a failure excess must come with them")
+        return notes
+    stats = incident["statistics"]
+    if incident["state"] == "suspect":
+        return [
+            "to become sick: its own readings must show one dimension bad (disk, memory, clock, cache) under at "
+            f"least {config.evidence_min_coverage:.0%} of the stretch's failures; none does now",
+            f"to clear: {config.resolve_after_executions}+ executions after the stretch at the expected failure rate",
+        ]
+    if incident["state"] == "sick":
+        return [
+            f"to clear: readings healthy again and {config.resolve_after_executions}+ executions at the expected "
+            "failure rate",
+            f"to be mere chance it would need p ≤ {stats['bh_cutoff']:.2g} to fail; it has p = {stats['p_adjusted']:.2g} "
+            f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",
+        ]
+    return ["resolved: it has run at the expected failure rate since the stretch ended"]
+
+
+def _ms(text: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def explain_test(frame: Frame, analysis: Analysis, test_id: str) -> dict[str, Any] | None:
+    code = frame.codes["test"].index.get(test_id)
+    if code is None:
+        return None
+    score = analysis.tests_by_id().get(test_id)
+    rows = np.flatnonzero((frame.cols["test"] == code) & (frame.time_ms <= analysis.as_of_ms))
+    where = entity_of(frame)[rows]
+    discount = analysis.discount[rows] if analysis.discount.size == frame.size else np.full(rows.size, -1)
+    table: list[dict[str, Any]] = []
+    for entity in np.unique(where):
+        mine = where == entity
+        fails = frame.fail[rows][mine]
+        reasons: dict[str, int] = {}
+        for index in discount[mine & frame.fail[rows] & (discount >= 0)]:
+            reasons[analysis.reasons[index]] = reasons.get(analysis.reasons[index], 0) + 1
+        table.append(
+            {
+                "runner": entity_name(frame, int(entity)),
+                "executions": int(mine.sum()),
+                "failures": int(fails.sum()),
+                "discounted": int(sum(reasons.values())),
+                "discounted_by": reasons,
+                "counted_failures": int(fails.sum()) - int(sum(reasons.values())),
+            }
+        )
+    table.sort(key=lambda line: (-int(line["failures"]), str(line["runner"])))
+    failures = int(frame.fail[rows].sum())
+    naive = (
+        "flaky"
+        if failures >= 2 and failures < rows.size
+        else ("broken" if failures == rows.size else "healthy")
+    )
+    return {
+        "test_id": test_id,
+        "score": score,
+        "per_runner": table,
+        "naive": {"failures": failures, "executions": int(rows.size), "verdict": naive},
+        "incidents": {
+            i["id"]: {
+                "kind": i["kind"],
+                "entity": i["entity"],
+                "state": i["state"],
+                "dimension": i["dimension"],
+            }
+            for i in analysis.incidents
+            if score and i["id"] in score["discounted_by"]
+        },
+        "outages": [o for o in analysis.outages if score and o["id"] in score["discounted_by"]],
+        "as_of": iso(analysis.as_of_ms),
+    }

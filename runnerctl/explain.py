@@ -1,0 +1,156 @@
+"""`runnerctl explain runner ID | test TEST_ID`: the evidence chain behind a verdict."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from runnerctl.context import client_of
+from runnerctl.output import clean, stdout
+
+app = typer.Typer(no_args_is_help=True, help="Show why the controller judged a runner or a test as it did.")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="print the raw explanation as JSON")]
+
+
+def _line(text: str = "") -> None:
+    stdout.print(clean(text), markup=False)
+
+
+def _table(
+    rows: list[dict[str, Any]], columns: list[str], highlight: str | None = None, key: str = ""
+) -> None:
+    if not rows:
+        _line("  <none>")
+        return
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    _line("  " + "  ".join(c.upper().ljust(widths[c]) for c in columns))
+    for row in rows:
+        mark = "→ " if highlight is not None and row.get(key) == highlight else "  "
+        _line(mark + "  ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns))
+
+
+@app.command("runner")
+def runner(ctx: typer.Context, runner_id: str, as_json: JsonOption = False) -> None:
+    """Why this runner is healthy, warning, suspect or sick: its failures against its peers, the test
+    used and its numbers, the confirming readings, and what would flip the verdict.
+
+    Example:
+      runnerctl explain runner linux-03
+    """
+    data = client_of(ctx).get(f"/v1/runners/{runner_id}/explain")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    health = data["health"]
+    _line(
+        f"Runner:    {data['runner']}  (machine {data['machine']}, pool {data['pool']}, image {', '.join(data['images']) or '<none>'})"
+    )
+    _line(f"Health:    {health['health']}" + (f" ({health['dimension']})" if health.get("dimension") else ""))
+    for warning in health.get("warnings") or []:
+        _line(f"Warning:   {warning}")
+    cordon = data.get("cordon")
+    _line(
+        f"Cordoned:  {'yes, by ' + str(cordon.get('by')) + ': ' + str(cordon.get('reason')) if cordon else 'no'}"
+    )
+    _line(f"As of:     {data['as_of']}")
+    for incident in data["incidents"]:
+        stats = incident["statistics"]
+        evidence = incident["evidence"]
+        _line()
+        _line(
+            f"Incident {incident['id']}: {incident['kind']}/{incident['entity']} is {incident['state']} ({incident['dimension']})"
+        )
+        _line(
+            f"  onset {incident['onset']}, decided at {incident['decided_at']}"
+            + (f", ended {incident['end']}" if incident.get("end") else "")
+        )
+        _line(f"  test: {stats['test']}")
+        _line(
+            f"  {stats['failures']} failures in {stats['executions']} executions where {stats['expected']} were expected "
+            f"(ratio {stats['ratio']}); p = {stats['p_value']:.3g}, adjusted for {stats['bins_scanned']} bins scanned "
+            f"p = {stats['p_adjusted']:.3g}; q = {stats['q_value']:.3g} (Benjamini–Hochberg cutoff {stats['bh_cutoff']:.3g})"
+        )
+        passed = stats["passed_elsewhere"]
+        _line(
+            f"  breadth: {stats['distinct_tests']} distinct tests failed in {stats['failed_jobs']} jobs; "
+            f"{passed['passed_on_peers']} of {passed['failed_tests']} passed on peers in the same hours; "
+            f"without its most-failing test p = {stats['without_top_test_p']:.3g}"
+        )
+        if stats.get("spread"):
+            _line(f"  spread: {stats['spread']}")
+        _line(
+            f"  evidence: {evidence['dimension']} covers {evidence['coverage']:.0%} of the failures "
+            f"({evidence['readings_seen']} readings from {evidence['runners_reporting']} runners; per dimension: "
+            + ", ".join(f"{k} {v:.0%}" for k, v in evidence["per_dimension"].items())
+            + ")"
+        )
+        for reading in evidence["readings"]:
+            values = ", ".join(f"{k}={v:.4g}" for k, v in reading["values"].items())
+            _line(f"    {reading['time']}  {reading['runner']}  {reading['check']}: {values}")
+        _line(
+            "  most failing tests: "
+            + ", ".join(f"{t['test_id']} ({t['failures']})" for t in incident["tests"][:8])
+        )
+        _line(f"  affected jobs: {len(incident['affected_jobs'])}")
+    _line()
+    _line(f"Pivot, pool {data['pool']}, {data['window']['start']} to {data['window']['end']}:")
+    _table(
+        data["pivot"]["runner"],
+        ["runner", "executions", "failures", "failure_rate", "distinct_failed_tests"],
+        data["runner"],
+        "runner",
+    )
+    if len(data["pivot"]["shard"]) > 1:
+        _line("By shard:")
+        _table(
+            data["pivot"]["shard"],
+            ["shard", "executions", "failures", "failure_rate", "distinct_failed_tests"],
+        )
+    _line()
+    _line("What would flip the verdict:")
+    for note in data["what_would_flip"]:
+        _line(f"  - {note}")
+
+
+@app.command("test")
+def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
+    """Per runner: executions, failures, which failures were discounted and why, and what a
+    failure-counting scorer would have said.
+
+    Example:
+      runnerctl explain test 'tests/test_io.py::test_read'
+    """
+    data = client_of(ctx).get("/v1/tests/explain", params={"test_id": test_id})
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    score = data["score"] or {}
+    _line(f"Test:      {data['test_id']}")
+    _line(
+        f"Verdict:   {score.get('verdict', 'healthy')}"
+        + (f" — {score['reason']}" if score.get("reason") else "")
+    )
+    if score:
+        _line(
+            f"Score:     {score['score']:.3f} (90% interval {score['lower']:.3f}–{score['upper']:.3f}), from {score['counted_failures']} failures in {score['counted_executions']} counted executions"
+        )
+    naive = data["naive"]
+    _line(
+        f"Naive:     {naive['failures']} failures in {naive['executions']} executions → a failure-counting scorer says {naive['verdict']}"
+    )
+    _line(f"As of:     {data['as_of']}")
+    _line()
+    rows = [
+        r | {"discounted_by": ", ".join(f"{k} ({v})" for k, v in r["discounted_by"].items()) or "-"}
+        for r in data["per_runner"]
+    ]
+    _table(rows, ["runner", "executions", "failures", "discounted", "counted_failures", "discounted_by"])
+    for incident_id, incident in data["incidents"].items():
+        _line(
+            f"  {incident_id}: {incident['kind']}/{incident['entity']} {incident['state']} ({incident['dimension']})"
+        )
+    for outage in data["outages"]:
+        _line(f"  {outage['id']}: fleet outage {outage['start']} to {outage['end']}")

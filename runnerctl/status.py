@@ -1,0 +1,55 @@
+"""`runnerctl status`: the fleet at a glance, per pool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from runnerctl.context import client_of
+from runnerctl.output import Column, check_format, emit, stdout
+
+STATES = ("healthy", "warning", "suspect", "sick")
+
+
+def _field(name: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda line: line.get(name, 0)
+
+
+def status(
+    ctx: typer.Context,
+    output: Annotated[
+        str, typer.Option("-o", "--output", callback=check_format, help="table|wide|json|yaml|name")
+    ] = "table",
+) -> None:
+    """Per pool: how many runners are healthy, warning, suspect, sick and cordoned; open incidents
+    and outages.
+
+    Example:
+      runnerctl status
+    """
+    client = client_of(ctx)
+    runners = client.get("/v1/runners")["items"]
+    incidents = client.get("/v1/incidents")["items"]
+    outages = client.get("/v1/outages")["items"]
+    pools: dict[str, dict[str, Any]] = {}
+    for runner in runners:
+        pool = runner["identity"].get("pool") or "default"
+        line = pools.setdefault(pool, {"pool": pool, "runners": 0, "cordoned": 0} | dict.fromkeys(STATES, 0))
+        line["runners"] += 1
+        line[runner["health"]["health"]] += 1
+        line["cordoned"] += 1 if runner.get("cordon") else 0
+    for incident in incidents:
+        for pool in incident.get("pool") or []:
+            if pool in pools and incident["state"] != "resolved":
+                pools[pool]["incidents"] = pools[pool].get("incidents", 0) + 1
+    items = sorted(pools.values(), key=lambda line: line["pool"])
+    columns = [Column(name, _field(name)) for name in ("pool", "runners", *STATES, "cordoned", "incidents")]
+    emit(items, output, columns, "pool", lambda line: line["pool"])
+    if output in ("table", "wide"):
+        open_incidents = [i for i in incidents if i["state"] != "resolved"]
+        stdout.print(
+            f"\n{len(open_incidents)} open incidents, {len(outages)} outages in the stored history",
+            markup=False,
+        )
