@@ -17,7 +17,7 @@ FORMATS = ("table", "wide", "json", "yaml", "name")
 
 # Piped output is for scripts and greps: never fold a table to an 80-column guess.
 stdout = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 1000)
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)

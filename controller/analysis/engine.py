@@ -33,6 +33,7 @@ class Analysis:
     reasons: list[str] = field(default_factory=list)
     bh_cutoff: float = 0.0
     hypotheses: int = 0
+    frame: Frame = field(default_factory=Frame)  # the canonical frame the row-indexed fields refer to
 
     def tests_by_id(self) -> dict[str, dict[str, Any]]:
         return {t["test_id"]: t for t in self.tests}
@@ -42,6 +43,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     config = config or AnalysisConfig()
     if frame.size == 0:
         return Analysis(as_of_ms=as_of_ms or 0)
+    frame = frame.canonical()
     as_of = int(frame.time_ms.max()) if as_of_ms is None else as_of_ms
     selected = frame.time_ms <= as_of
     bins = frame.time_ms // (config.bin_s * 1000)
@@ -86,6 +88,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         reasons=reasons,
         bh_cutoff=cutoff,
         hypotheses=tested,
+        frame=frame,
     )
 
 

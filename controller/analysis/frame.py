@@ -91,6 +91,43 @@ class Frame:
     def name(self, column: str, code: int) -> str | None:
         return self.codes[column].name(int(code))
 
+    def canonical(self) -> Frame:
+        """The same data in an order that does not depend on arrival: codes sorted by their strings,
+        results by (time, test, runner, job, run), readings by (time, runner, check). A backfill and
+        live traffic then give the very same verdicts, down to the last bit of every float sum."""
+        out = Frame()
+        remap: dict[str, np.ndarray] = {}
+        for column, codes in self.codes.items():
+            order = sorted(range(len(codes.values)), key=codes.values.__getitem__)
+            table = np.empty(len(order) + 1, np.int32)
+            table[-1] = NONE  # index -1 (None) maps to -1
+            table[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
+            remap[column] = table
+            values = [codes.values[i] for i in order]
+            out.codes[column] = Codes(values=values, index={v: i for i, v in enumerate(values)})
+        cols = {c: remap[c][self.cols[c]] for c in RESULT_COLUMNS}
+        keys = (cols["run"], cols["job"], cols["runner"], cols["test"], self.time_ms)
+        order = np.lexsort(keys)
+        out.time_ms, out.fail, out.ephemeral = self.time_ms[order], self.fail[order], self.ephemeral[order]
+        out.cols = {c: cols[c][order] for c in RESULT_COLUMNS}
+        out.last_result_id = self.last_result_id
+
+        runner, check = remap["runner"][self.r_runner], remap["check"][self.r_check]
+        r_order = np.lexsort((check, runner, self.r_time_ms))
+        position = np.empty(r_order.size, np.int64)
+        position[r_order] = np.arange(r_order.size)
+        out.r_time_ms, out.r_runner, out.r_check = self.r_time_ms[r_order], runner[r_order], check[r_order]
+        out.r_machine = remap["machine"][self.r_machine][r_order]
+        out.r_pool = remap["pool"][self.r_pool][r_order]
+        out.r_image = remap["image"][self.r_image][r_order]
+        out.r_values = {k: v[r_order] for k, v in self.r_values.items()}
+        c_reading = position[self.c_reading]
+        c_key, c_digest = remap["cache_key"][self.c_key], remap["digest"][self.c_digest]
+        c_order = np.lexsort((c_digest, c_key, c_reading))
+        out.c_reading, out.c_key, out.c_digest = c_reading[c_order], c_key[c_order], c_digest[c_order]
+        out.last_reading_id = self.last_reading_id
+        return out
+
     def load(self, conn: Connection, batch: int = 200_000) -> int:
         """Read rows stored since the last load; returns how many results were added."""
         added = 0

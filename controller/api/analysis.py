@@ -101,7 +101,8 @@ def quarantine(request: Request, _p: Reader) -> str:
 def get_test_explanation(
     request: Request, _p: Reader, test_id: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
-    found = explain_test(service(request).frame, current(request), test_id)
+    latest = current(request)
+    found = explain_test(latest.frame, latest, test_id)
     if found is None:
         raise ApiError(404, f"test '{test_id}' not found")
     return found
@@ -110,7 +111,8 @@ def get_test_explanation(
 @router.get("/runners/{runner_id}/explain")
 def get_runner_explanation(request: Request, runner_id: str, _p: Reader) -> dict[str, Any]:
     svc = service(request)
-    found = explain_runner(svc.frame, current(request), runner_id, svc.config)
+    latest = current(request)
+    found = explain_runner(latest.frame, latest, runner_id, svc.config)
     if found is None:
         raise ApiError(404, f"runner '{runner_id}' not found")
     found["cordon"] = request.app.state.cordon_of(runner_id)

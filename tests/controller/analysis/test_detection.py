@@ -1,0 +1,131 @@
+"""Detection on simulated fleets with known truth: the right entity and dimension, nothing healthy blamed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from common.timeutil import to_ms
+from controller.analysis.engine import Analysis, analyse
+from controller.analysis.pivot import pivot, window
+from tests.controller.analysis.harness import frame_of
+from tests.sim import Fleet, simulate
+from tests.sim.scenarios import kitchen_sink, quiet_fleet, seed_story, storm
+
+
+def judged(
+    analysis: Analysis, states: tuple[str, ...] = ("suspect", "sick", "resolved")
+) -> set[tuple[str, str]]:
+    return {(i["kind"], i["entity"]) for i in analysis.incidents if i["state"] in states}
+
+
+@pytest.fixture(scope="module")
+def story() -> tuple[Fleet, Analysis]:
+    fleet = simulate(seed_story(), seed=1)
+    return fleet, analyse(frame_of(fleet))
+
+
+@pytest.fixture(scope="module")
+def sink() -> tuple[Fleet, Analysis]:
+    fleet = simulate(kitchen_sink(), seed=1)
+    return fleet, analyse(frame_of(fleet))
+
+
+def test_seed_story_names_the_full_disk_and_nothing_else(story: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = story
+    assert judged(analysis) == {("runner", "linux-03")}
+    incident = analysis.incidents[0]
+    assert (incident["state"], incident["dimension"]) == ("sick", "disk")
+    onset = fleet.truth.sick_onset[("runner", "linux-03")]
+    assert abs(to_ms(onset) - to_ms_text(incident["onset"])) <= 3_600_000
+    assert incident["statistics"]["distinct_tests"] >= 12
+    assert incident["statistics"]["q_value"] <= 0.01
+    assert analysis.outages == []
+    assert analysis.health["linux-03"]["health"] == "sick"
+    assert {name for name, h in analysis.health.items() if h["health"] in ("suspect", "sick")} == {"linux-03"}
+
+
+def test_seed_story_pivot_by_hand(story: tuple[Fleet, Analysis]) -> None:
+    """The pivot by runner over the sick stretch, counted again here from the raw records."""
+    fleet, _ = story
+    frame = frame_of(fleet)
+    onset = fleet.truth.sick_onset[("runner", "linux-03")]
+    start, end = to_ms(onset), to_ms(onset + timedelta(hours=6))
+    executions: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    for record in fleet.results:
+        at = to_ms_text(record["time"])
+        if start <= at < end and record["outcome"] != "skipped":
+            executions[record["runner"]["id"]] += 1
+            failures[record["runner"]["id"]] += record["outcome"] in ("failed", "error")
+    lines = pivot(frame, window(frame, start, end), "runner")
+    assert {line["runner"]: (line["executions"], line["failures"]) for line in lines} == {
+        runner: (executions[runner], failures[runner]) for runner in executions
+    }
+    assert lines[0]["runner"] == "linux-03"  # busiest failer first
+    assert lines[0]["distinct_failed_tests"] >= 12
+
+
+def test_kitchen_sink_every_sick_entity_with_its_dimension(sink: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = sink
+    truth = fleet.truth
+    assert judged(analysis) == set(truth.sick)
+    dimensions = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
+    assert {k: dimensions[k] for k in truth.sick} == {k: truth.sick_dimension[k] for k in truth.sick}
+
+
+def test_kitchen_sink_outage_found_and_no_entity_blamed_for_it(sink: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = sink
+    ((true_start, true_end),) = fleet.truth.outages
+    assert len(analysis.outages) == 1
+    found = analysis.outages[0]
+    assert to_ms(true_start) <= to_ms_text(found["start"]) < to_ms_text(found["end"]) <= to_ms(true_end)
+
+
+def test_kitchen_sink_red_herrings_are_warnings_not_verdicts(sink: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = sink
+    sick_runners = {e for kind, e in fleet.truth.sick if kind == "runner"}
+    for runner in fleet.truth.warning_runners - sick_runners:
+        assert analysis.health.get(runner, {"health": "healthy"})["health"] in ("healthy", "warning"), runner
+    for test_id, runner in fleet.truth.interaction:
+        assert ("runner", runner) not in judged(analysis)
+        verdict = analysis.tests_by_id()[test_id]
+        assert verdict["verdict"] != "flaky" and "interaction" in verdict["reason"]
+
+
+def test_a_quiet_fleet_has_no_incident_and_no_outage() -> None:
+    analysis = analyse(frame_of(simulate(quiet_fleet(), seed=3)))
+    assert analysis.incidents == []
+    assert analysis.outages == []
+
+
+def test_storm_two_sick_workers_are_two_problems_not_a_sick_image() -> None:
+    fleet = simulate(storm(), seed=1)
+    analysis = analyse(frame_of(fleet))
+    sick = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents if i["state"] == "sick"}
+    assert sick == {k: fleet.truth.sick_dimension[k] for k in fleet.truth.sick}
+
+
+@pytest.mark.parametrize("seed", [2, 5], ids=["seed-2", "seed-5"])
+def test_seed_story_holds_on_other_seeds(seed: int) -> None:
+    fleet = simulate(seed_story(), seed=seed)
+    analysis = analyse(frame_of(fleet))
+    assert {(k, e, i["dimension"]) for i in analysis.incidents for k, e in [(i["kind"], i["entity"])]} == {
+        ("runner", "linux-03", "disk")
+    }
+
+
+def test_same_history_same_verdicts_whatever_order_it_arrived_in(story: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = story
+    backwards = Fleet(results=fleet.results[::-1], reports=fleet.reports[::-1], truth=fleet.truth)
+    again = analyse(frame_of(backwards))
+    assert again.incidents == analysis.incidents
+    assert again.tests == analysis.tests
+
+
+def to_ms_text(text: str) -> int:
+    from datetime import datetime
+
+    return to_ms(datetime.fromisoformat(text.replace("Z", "+00:00")))

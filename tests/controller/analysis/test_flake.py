@@ -1,0 +1,113 @@
+"""Flake scores against a naive failure-counting scorer, on fleets whose truth we know."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from common.timeutil import to_ms
+from controller.analysis.engine import Analysis, analyse
+from tests.controller.analysis.harness import frame_of
+from tests.sim import Fleet, simulate
+from tests.sim.scenarios import kitchen_sink, seed_story
+
+
+def naive_flaky(fleet: Fleet) -> set[str]:
+    """What a failure-counting scorer says: a test that both failed (twice or more) and passed."""
+    failed: Counter[str] = Counter()
+    passed: Counter[str] = Counter()
+    for record in fleet.results:
+        if record["outcome"] in ("failed", "error"):
+            failed[record["test_id"]] += 1
+        elif record["outcome"] == "passed":
+            passed[record["test_id"]] += 1
+    return {test for test, count in failed.items() if count >= 2 and passed[test] > 0}
+
+
+def verdicts(analysis: Analysis, verdict: str) -> set[str]:
+    return {t["test_id"] for t in analysis.tests if t["verdict"] == verdict}
+
+
+@pytest.fixture(scope="module")
+def story() -> tuple[Fleet, Analysis]:
+    fleet = simulate(seed_story(), seed=1)
+    return fleet, analyse(frame_of(fleet))
+
+
+def failed_on(fleet: Fleet, runner: str) -> set[str]:
+    return {
+        r["test_id"]
+        for r in fleet.results
+        if r["runner"]["id"] == runner and r["outcome"] in ("failed", "error")
+    }
+
+
+def test_the_sick_runners_tests_get_no_flake_points(story: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = story
+    victims = failed_on(fleet, "linux-03") - fleet.truth.flaky_tests
+    assert len(victims) >= 12
+    scores = analysis.tests_by_id()
+    naive = naive_flaky(fleet)
+    for test_id in victims:
+        assert test_id in naive, "the naive scorer charges the sick runner's failures to the test"
+        assert scores[test_id]["verdict"] == "healthy"
+        assert scores[test_id]["discounted_failures"] >= 1
+        assert list(scores[test_id]["discounted_by"]) == [analysis.incidents[0]["id"]]
+
+
+def test_genuinely_flaky_tests_still_score(story: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = story
+    assert fleet.truth.flaky_tests <= verdicts(analysis, "flaky")
+    ranked = [t["test_id"] for t in analysis.tests]
+    assert set(ranked[: len(fleet.truth.flaky_tests)]) == fleet.truth.flaky_tests
+
+
+def test_flaky_precision_beats_the_naive_scorer(story: tuple[Fleet, Analysis]) -> None:
+    fleet, analysis = story
+    ours, naive = verdicts(analysis, "flaky"), naive_flaky(fleet)
+    truth = fleet.truth.flaky_tests
+    assert len(ours - truth) < len(naive - truth)
+    assert len(ours - truth) <= 1
+
+
+def test_broken_platform_and_resource_tests_are_not_flaky() -> None:
+    fleet = simulate(kitchen_sink(), seed=1)
+    analysis = analyse(frame_of(fleet))
+    truth = fleet.truth
+    assert verdicts(analysis, "broken") == set(truth.broken_tests)
+    assert verdicts(analysis, "platform") == set(truth.platform_tests)
+    flaky = verdicts(analysis, "flaky")
+    assert flaky.isdisjoint(truth.broken_tests | truth.platform_tests | truth.resource_sensitive_tests)
+    assert truth.flaky_tests <= flaky
+    assert verdicts(analysis, "resource-sensitive") <= set(truth.resource_sensitive_tests)
+    assert verdicts(analysis, "resource-sensitive")
+    assert len(flaky - truth.flaky_tests) <= 3  # background noise close to the floor
+
+
+def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
+    """Early in the cluster there is too little to call it; the same early failures count against the
+    tests then, and are discounted once the incident is found — the same history, scored again."""
+    fleet, final = story
+    frame = frame_of(fleet)
+    onset = to_ms(fleet.truth.sick_onset[("runner", "linux-03")])
+    # The last moment before the cluster was significant, with some of its failures already in.
+    before = analyse(frame, as_of_ms=onset)
+    for minutes in range(5, 120, 5):
+        candidate = analyse(frame, as_of_ms=onset + minutes * 60_000)
+        if candidate.incidents:
+            break
+        before = candidate
+    assert not before.incidents
+    charged = {
+        t["test_id"]: t
+        for t in before.tests
+        if t["counted_failures"] and t["test_id"] in failed_on(fleet, "linux-03")
+    }
+    victims = set(charged) - fleet.truth.flaky_tests
+    assert victims, "some of the sick runner's failures were already in by then"
+    later = final.tests_by_id()
+    for test_id in victims:
+        assert later[test_id]["counted_failures"] < charged[test_id]["counted_failures"] + 1
+        assert later[test_id]["score"] <= charged[test_id]["score"]
+        assert later[test_id]["discounted_failures"] >= charged[test_id]["counted_failures"]
