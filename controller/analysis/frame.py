@@ -107,9 +107,9 @@ class Frame:
             out.codes[column] = Codes(values=values, index={v: i for i, v in enumerate(values)})
         cols = {c: remap[c][self.cols[c]] for c in RESULT_COLUMNS}
         keys = (cols["run"], cols["job"], cols["runner"], cols["test"], self.time_ms)
-        order = np.lexsort(keys)
-        out.time_ms, out.fail, out.ephemeral = self.time_ms[order], self.fail[order], self.ephemeral[order]
-        out.cols = {c: cols[c][order] for c in RESULT_COLUMNS}
+        rows = np.lexsort(keys)
+        out.time_ms, out.fail, out.ephemeral = self.time_ms[rows], self.fail[rows], self.ephemeral[rows]
+        out.cols = {c: cols[c][rows] for c in RESULT_COLUMNS}
         out.last_result_id = self.last_result_id
 
         runner, check = remap["runner"][self.r_runner], remap["check"][self.r_check]

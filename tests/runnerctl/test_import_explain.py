@@ -114,11 +114,8 @@ def test_reimport_is_idempotent(imported: tuple[Controller, Path], tmp_path: Pat
 def test_import_resumes_and_names_a_bad_line(tmp_path: Path, story: Fleet) -> None:
     lines = list(story.ndjson_lines())[:12_000]
     history = tmp_path / "h.ndjson"
-    bad = (
-        lines[:11_000]
-        + ['{"test_id": "x", "outcome": "maybe", "time": "2026-09-21T00:00:00Z", "runner": {"id": "r"}}']
-        + lines[11_000:]
-    )
+    wrong = '{"test_id": "x", "outcome": "maybe", "time": "2026-09-21T00:00:00Z", "runner": {"id": "r"}}'
+    bad = [*lines[:11_000], wrong, *lines[11_000:]]
     history.write_text("".join(line + "\n" for line in bad))
     with running_controller(tmp_path, env={"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0"}) as controller:
         failed = ctl(controller, "import", "--no-wait", str(history), state=tmp_path / "state")
