@@ -14,7 +14,7 @@ from tests.sim.catalog import NETWORK, Catalog
 from tests.sim.health import Health
 from tests.sim.plan import Plan
 from tests.sim.scenario import Scenario
-from tests.sim.schedule import Commits, Jobs
+from tests.sim.schedule import JOB_SETUP_S, Commits, Jobs
 from tests.sim.topology import Topology
 
 PASSED, FAILED, ERROR, SKIPPED = 0, 1, 2, 3
@@ -91,7 +91,7 @@ def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health
     cs = np.cumsum(duration)
     first = np.concatenate([[0], np.cumsum(lens)[:-1]])
     before = np.repeat(cs[first] - duration[first], lens) if len(lens) else cs
-    setup = rng.uniform(15.0, 60.0, size=len(jobs))  # checkout, dependency install
+    setup = rng.uniform(15.0, 2 * JOB_SETUP_S - 15.0, size=len(jobs))  # checkout, dependency install
     t = jobs.start[job] + setup[job] + (cs - before)
 
     # A lost runner cuts its job short: the running test errors, the rest never report.

@@ -10,8 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tests.sim.catalog import Catalog
 from tests.sim.scenario import Scenario
 from tests.sim.topology import Topology
+
+JOB_SETUP_S = 37.5  # checkout and dependency install before the first test (mean)
 
 
 @dataclass
@@ -103,23 +106,51 @@ def assign(topo: Topology, pool: int, shards: np.ndarray, rng: np.random.Generat
         agent = np.array([int(np.flatnonzero(topo.agent_machine == m)[0]) for m in machine.tolist()],
                          dtype=np.int64)
         return np.full(n, -1, dtype=np.int64), agent, machine, names.make(spec.name, n)
-    runners = topo.pool_runners(pool)
-    if spec.sharding == "static":
-        runner = runners[shards % len(runners)]
-    elif spec.sharding == "label":
-        groups = max(1, min(spec.label_groups, spec.runners))
-        runner = np.empty(n, dtype=np.int64)
-        for g in range(groups):
-            sel = shards % groups == g
-            members = runners[topo.runner_group[runners] == g]
-            runner[sel] = members[rng.integers(0, len(members), size=int(sel.sum()))]
-    else:
-        runner = runners[rng.integers(0, len(runners), size=n)]
+    eligible = eligible_runners(topo, pool)
+    runner = np.array([eligible[k][int(rng.integers(0, len(eligible[k])))] for k in shards.tolist()],
+                      dtype=np.int64)
     return runner, topo.runner_agent[runner], topo.runner_machine[runner], [""] * n
 
 
-def build_jobs(scenario: Scenario, topo: Topology, commits: Commits, rng: np.random.Generator,
-               names: EphemeralNames) -> Jobs:
+def eligible_runners(topo: Topology, pool: int) -> list[np.ndarray]:
+    """For each shard of a persistent pool, the runners its routing allows."""
+    spec = topo.pools[pool]
+    runners = topo.pool_runners(pool)
+    count = spec.shard_count()
+    if spec.sharding == "static":
+        return [runners[k % len(runners) : k % len(runners) + 1] for k in range(count)]
+    if spec.sharding == "label":
+        groups = max(1, min(spec.label_groups, spec.runners))
+        return [runners[topo.runner_group[runners] == k % groups] for k in range(count)]
+    return [runners] * count
+
+
+def _queue(topo: Topology, pool: int, submit: np.ndarray, shards: np.ndarray, busy_s: np.ndarray,
+           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One job at a time per runner: a job goes to an idle eligible runner, or waits for the first free."""
+    eligible = eligible_runners(topo, pool)
+    free_at = np.zeros(len(topo.runner_names))
+    runner = np.empty(len(submit), dtype=np.int64)
+    start = np.empty(len(submit))
+    pickup = rng.exponential(8.0, size=len(submit))
+    picks = rng.random(len(submit))
+    for j in np.argsort(submit, kind="stable").tolist():
+        cands = eligible[int(shards[j])]
+        idle = cands[free_at[cands] <= submit[j]]
+        if len(idle):
+            r = int(idle[int(picks[j] * len(idle))])
+            begin = float(submit[j])
+        else:
+            r = int(cands[int(np.argmin(free_at[cands]))])
+            begin = float(free_at[r])
+        runner[j] = r
+        start[j] = begin + pickup[j]
+        free_at[r] = start[j] + busy_s[int(shards[j])]
+    return runner, start
+
+
+def build_jobs(scenario: Scenario, catalog: Catalog, topo: Topology, commits: Commits,
+               rng: np.random.Generator, names: EphemeralNames) -> Jobs:
     parts: list[Jobs] = []
     run_offset = 0
     for p, spec in enumerate(topo.pools):
@@ -127,8 +158,16 @@ def build_jobs(scenario: Scenario, topo: Topology, commits: Commits, rng: np.ran
         runs = _run_times(scenario, scenario.jobs_per_runner_per_hour * spec.runners / count, rng)
         shards = np.tile(np.arange(count), len(runs))
         run = np.repeat(np.arange(len(runs)), count)
-        start = runs[run] + rng.exponential(45.0, size=len(run))  # queueing
-        runner, agent, machine, eph = assign(topo, p, shards, rng, names)
+        submit = runs[run] + rng.exponential(5.0, size=len(run))
+        if spec.ephemeral:
+            # Autoscaled: a fresh runner per job, after a VM or pod start.
+            start = submit + rng.exponential(45.0, size=len(run))
+            runner, agent, machine, eph = assign(topo, p, shards, rng, names)
+        else:
+            busy = np.array([JOB_SETUP_S + catalog.duration_median[t].sum() * 1.05
+                             for t in catalog.shards[spec.name]])
+            runner, start = _queue(topo, p, submit, shards, busy, rng)
+            agent, machine, eph = topo.runner_agent[runner], topo.runner_machine[runner], [""] * len(run)
         parts.append(Jobs(np.full(len(run), p, dtype=np.int64), shards, agent, machine, runner, eph, start,
                           run + run_offset, commits.at(runs)[run], np.ones(len(run), dtype=np.int64)))
         run_offset += len(runs)

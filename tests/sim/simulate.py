@@ -46,7 +46,7 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     forced = [since for _, since in plan.broken]
     commits = build_commits(scenario, forced, rngs[2])
     names = EphemeralNames(rngs[3])
-    jobs = build_jobs(scenario, topo, commits, rngs[3], names)
+    jobs = build_jobs(scenario, catalog, topo, commits, rngs[3], names)
     causes = Causes()
     first = execute(scenario, catalog, topo, health, plan, commits, causes, jobs, 0, rngs[4])
 
