@@ -20,6 +20,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "SickMachine",
     "SickPool",
     "SickRunner",
+    "SilentAgent",
     "SlowDisk",
     "Truth",
     "WarningRunner",

@@ -112,6 +112,19 @@ class PeriodicPressure:
 
 
 @dataclass(frozen=True)
+class SilentAgent:
+    """The runner's (or host's) agent sends nothing in [start, end): failures without readings.
+
+    A sick entity whose agents are all silent around its onset has `unknown` as its truth dimension,
+    since no reading can confirm one.
+    """
+
+    runner: str
+    start: Instant | None = None
+    end: Instant | None = None
+
+
+@dataclass(frozen=True)
 class FlakyTest:
     """Fails with probability `p` anywhere, independently on each attempt (so it often passes on retry)."""
 
@@ -174,6 +187,7 @@ Event = (
     | Outage
     | WarningRunner
     | PeriodicPressure
+    | SilentAgent
     | FlakyTest
     | BrokenTest
     | PlatformTest

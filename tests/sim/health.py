@@ -18,6 +18,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -52,6 +53,7 @@ class Health:
     t: np.ndarray  # (A, K) report times, seconds after start
     valid: np.ndarray  # (A, K) inside the simulated span
     sent: np.ndarray  # (A, K) delivered (some reports are lost)
+    alive: np.ndarray  # (A, K) the agent runs (no agent, or a silent one, makes no report at all)
     disk_total: np.ndarray
     disk_ratio: np.ndarray
     root_total: np.ndarray
@@ -134,6 +136,8 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
         t=t,
         valid=t < scenario.duration_s,
         sent=rng.random(shape) >= scenario.report_loss_prob,
+        alive=np.repeat(np.array([topo.pools[int(p)].agents for p in topo.agent_pool], dtype=bool)[:, None],
+                        k_count, axis=1),
         disk_total=disk_total,
         disk_ratio=disk_ratio,
         root_total=np.full(a_count, 30.0 * GIB),
@@ -256,8 +260,11 @@ def build_health(scenario: Scenario, topo: Topology, rollouts: list[Rollout],
             period = ev.period_hours * 3600.0
             mask = np.mod(h.t[rows] / period, 1.0) < ev.duty
             _apply_bad(h, rng, rows, mask, ev.dimension, False, 5000 + int(rows[0]))
-        elif isinstance(ev, Outage):
-            pass  # resolved with the failures, which must agree on the affected agents
+        elif isinstance(ev, SilentAgent):
+            rows = np.array([topo.agent_index(ev.runner)])
+            t0 = scenario.offset_s(ev.start) if ev.start is not None else -forever
+            t1 = scenario.offset_s(ev.end) if ev.end is not None else forever
+            h.alive[rows] &= ~_window(h, rows, t0, t1)
     h.disk_ratio = np.clip(h.disk_ratio, 0.0, 1.0)
     return h
 

@@ -25,6 +25,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -173,6 +174,9 @@ def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
         elif isinstance(ev, WarningRunner | PeriodicPressure):
             topo.agent_index(ev.runner)
             truth.warning_runners.add(ev.runner)
+        elif isinstance(ev, SilentAgent):
+            topo.agent_index(ev.runner)
+            truth.silent_agents.add(ev.runner)
         elif isinstance(ev, FlakyTest):
             plan.flaky.append((catalog.index(ev.test), ev.p))
             truth.flaky_tests.add(catalog.ids[catalog.index(ev.test)])
@@ -190,7 +194,10 @@ def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
             truth.interaction.add((catalog.ids[catalog.index(ev.test)], ev.runner))
         elif isinstance(ev, HardShard):
             shards = catalog.shards[topo.pools[topo.pool_index(ev.pool)].name]
+            if not 0 <= ev.shard < len(shards):
+                raise ValueError(f"pool {ev.pool!r} has shards 0..{len(shards) - 1}, not {ev.shard}")
             plan.base_p[shards[ev.shard]] += ev.p
+            truth.hard_shards.add((ev.pool, str(ev.shard)))
         else:
             raise TypeError(f"unknown event {ev!r}")
     return plan, truth

@@ -19,6 +19,7 @@ class PoolSpec:
     to any runner; `label` splits the runners into `label_groups` labelled groups and shard k only runs on
     group k mod G. `suites` routes whole suites to the pool (None: every suite).
     Ephemeral pools get a fresh runner id per job on `hosts` machines; `runners` is then the job concurrency.
+    `caches` are the cache keys the agents digest; `agents=False` leaves the pool without readings.
     """
 
     name: str
@@ -34,6 +35,7 @@ class PoolSpec:
     labels: tuple[str, ...] = ()
     provider: str = "github"
     caches: tuple[str, ...] = ("pip", "build")
+    agents: bool = True  # False: no health agent on this pool, so no reports at all
 
     def image_names(self) -> tuple[str, ...]:
         return self.images or (f"{self.name}-2026.09.1",)

@@ -23,6 +23,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -62,7 +63,11 @@ def seed_story() -> Scenario:
 
 
 def kitchen_sink() -> Scenario:
-    """Every event kind in a 4-pool fleet (~40 runners incl. ephemeral slots) over three days."""
+    """Every event kind in a 4-pool fleet (~40 runners incl. ephemeral slots) over three days.
+
+    linux: 16 static-sharded runners; mac: 8 runners two per VM, label-routed; k8s: ephemeral, 12 slots on
+    4 hosts; arm: 4 runners without health agents.
+    """
     base = Scenario(
         pools=(
             PoolSpec("linux", 16, sharding="static", images=("ubuntu-22.04-20260901",)),
@@ -71,7 +76,7 @@ def kitchen_sink() -> Scenario:
             PoolSpec("k8s", 12, ephemeral=True, hosts=4, shards=6, images=("runner-image-2026.09",),
                      suites=("unit", "api", "build"), labels=("linux", "x64")),
             PoolSpec("arm", 4, shards=4, images=("ubuntu-arm-20260901",), suites=("unit", "build"),
-                     labels=("linux", "arm64")),
+                     labels=("linux", "arm64"), agents=False),
         ),
         n_tests=400,
         duration_days=3.0,
@@ -88,6 +93,9 @@ def kitchen_sink() -> Scenario:
         SickMachine("mac-vm-02", "disk", onset=_h(55)),
         BadImage("ubuntu-22.04-20260920", "linux", onset=_h(58), fraction_of_pool=0.25),
         SickPool("arm", "unknown", onset=_h(64)),
+        SickRunner("linux-15", "memory", onset=_h(45)),
+        SilentAgent("linux-15", start=_h(20)),  # sick with no readings: the truth says "unknown"
+        SilentAgent("linux-16", start=_h(10), end=_h(16)),  # a gap in reports, nothing wrong
         Outage(start=_h(26), minutes=40),
         WarningRunner("linux-07", "disk"),
         WarningRunner("mac-02", "clock"),

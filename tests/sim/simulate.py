@@ -11,11 +11,11 @@ from tests.sim.catalog import build_catalog
 from tests.sim.failures import Causes, Results, execute, failed_jobs, job_ends, job_images
 from tests.sim.fleet import Fleet
 from tests.sim.health import Health, apply_outage, build_health
-from tests.sim.plan import build_plan
+from tests.sim.plan import Plan, build_plan
 from tests.sim.records import report_records, result_records
 from tests.sim.scenario import Scenario
 from tests.sim.schedule import EphemeralNames, Jobs, assign, build_commits, build_jobs
-from tests.sim.topology import build_topology
+from tests.sim.topology import Topology, build_topology
 from tests.sim.truth import TruthDraft
 
 RETRY_DELAY_S = (60.0, 600.0)
@@ -43,6 +43,7 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     for ev, _t0, _t1, agents in plan.outages:
         apply_outage(health, scenario, ev, agents)
     _slow_disk_truth(scenario, plan.slow_disks, health, draft)
+    _unconfirmable_dimensions(scenario, topo, plan, health, draft)
     forced = [since for _, since in plan.broken]
     commits = build_commits(scenario, forced, rngs[2])
     names = EphemeralNames(rngs[3])
@@ -86,6 +87,28 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     reports, pms = report_records(scenario, topo, health, seed, rngs[7])
     return Fleet(results=rec, reports=reports, truth=draft.freeze(), causes=cause_labels,
                  result_ms=rms.tolist(), report_ms=pms.tolist())
+
+
+def _unconfirmable_dimensions(scenario: Scenario, topo: Topology, plan: Plan, health: Health,
+                              draft: TruthDraft) -> None:
+    """With no agent reporting around the onset, the truth can only say `unknown`: nothing confirms it."""
+    lead = scenario.readings_lead_minutes * 60.0
+    for s in plan.sick:
+        kind, name = s.label.split(":", 2)[1:]
+        if (kind, name) not in draft.sick or s.dimension == "unknown":
+            continue
+        if s.level == "agent":
+            agents = np.array([s.where])
+        elif s.level == "machine":
+            agents = topo.machine_agents(s.where)
+        elif s.level == "pool":
+            agents = topo.pool_agents(s.where)
+        else:
+            ro = next(r for r in plan.rollouts if r.image == s.where)
+            agents = np.flatnonzero(np.isin(topo.agent_machine, ro.machines))
+        window = (health.t[agents] >= s.onset_s - lead) & (health.t[agents] < s.onset_s + 3600.0)
+        if not (health.alive[agents] & window).any():
+            draft.sick[(kind, name)] = ("unknown", draft.sick[(kind, name)][1])
 
 
 def _slow_disk_truth(scenario: Scenario, slow: list[tuple[str, int, float, float]], health: Health,

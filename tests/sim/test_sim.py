@@ -449,3 +449,30 @@ def test_cli_writes_ndjson_and_truth(tmp_path: Path) -> None:
     assert any(json.loads(line).get("kind") == "report" for line in lines[:200])
     data = json.loads(truth.read_text())
     assert {s["entity"] for s in data["sick"]} == {"workers-01", "workers-02"}
+
+
+def test_silent_agents_send_nothing_and_hide_the_dimension(sink: Fleet) -> None:
+    assert sink.truth.silent_agents == {"linux-15", "linux-16"}
+    assert sink.truth.sick_dimension[("runner", "linux-15")] == "unknown"
+    start = kitchen_sink().start
+    gap = [r for r in sink.reports if r["agent_id"] == "linux-16"
+           and start + timedelta(hours=10) <= _t(r["observed_at"]) < start + timedelta(hours=16)]
+    assert not gap
+    assert any(r["agent_id"] == "linux-16" and _t(r["observed_at"]) >= start + timedelta(hours=16)
+               for r in sink.reports)
+    assert not any(r["runner"]["pool"] == "arm" for r in sink.reports)  # a pool without agents
+
+
+def test_hard_shard_fails_its_tests_everywhere_not_its_runner(sink: Fleet) -> None:
+    assert sink.truth.hard_shards == {("linux", "4")}
+    assert ("runner", "linux-05") not in sink.truth.sick
+    linux = [r for r in sink.results if r["runner"]["pool"] == "linux"]
+    hard = {r["test_id"] for r in linux if r["runner"]["shard"] == "4"}
+    # Background only: leave out what the other injected causes broke.
+    background = [r for r, c in zip(sink.results, sink.causes, strict=True) if c in ("", "base", "abort")]
+    on_runner, _ = _rate([r for r in background if r["runner"]["id"] == "linux-05"])
+    peers, _ = _rate([r for r in background
+                      if r["runner"]["pool"] == "linux" and r["runner"]["id"] != "linux-05"])
+    assert on_runner > 5 * peers  # the red herring: under static sharding linux-05 looks bad
+    elsewhere, n = _rate([r for r in background if r["test_id"] in hard and r["runner"]["pool"] == "mac"])
+    assert n > 300 and elsewhere > 0.01  # but the same tests fail elsewhere too
