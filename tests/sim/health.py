@@ -119,7 +119,7 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
     fill = 0.08 * np.mod(day + rng.uniform(0, 1, size=a_count)[:, None], 1.0)
     disk_ratio = np.clip(base[:, None] - fill + rng.normal(0, 0.002, size=shape), 0.001, 0.999)
     mem_base = rng.uniform(0.45, 0.68, size=a_count)
-    mem_avail = np.clip(mem_base[:, None] + _ar1(rng, shape, 0.7, 0.05), 0.25, 0.95)
+    mem_avail = np.clip(mem_base[:, None] + _ar1(rng, shape, 0.7, 0.03), 0.3, 0.9)
     psi10 = rng.gamma(0.6, 0.5, size=shape)
     machine_bias = rng.normal(0, 0.002, size=len(topo.machine_names))
     clock = machine_bias[topo.agent_machine][:, None] + _ar1(rng, shape, 0.98, 0.0025)

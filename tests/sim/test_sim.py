@@ -14,12 +14,24 @@ from typing import Any
 import pytest
 
 from tests.sim import (
+    BadImage,
     BrokenTest,
     FlakyTest,
     Fleet,
+    HardShard,
+    Interaction,
+    Outage,
+    PeriodicPressure,
+    PlatformTest,
     PoolSpec,
+    ResourceSensitiveTest,
     Scenario,
+    SickMachine,
+    SickPool,
     SickRunner,
+    SilentAgent,
+    SlowDisk,
+    WarningRunner,
     build_catalog,
     simulate,
 )
@@ -440,15 +452,21 @@ def test_multi_runner_vms_and_label_routing() -> None:
 
 def test_cli_writes_ndjson_and_truth(tmp_path: Path) -> None:
     out, truth = tmp_path / "fleet.ndjson", tmp_path / "truth.json"
+    causes = tmp_path / "causes.txt"
     proc = subprocess.run([sys.executable, "-m", "tests.sim", "--scenario", "storm", "--seed", "2", "--out",
-                           str(out), "--truth", str(truth)], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parents[2])
+                           str(out), "--truth", str(truth), "--causes", str(causes)],
+                          capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
     assert "storm seed 2" in proc.stderr
     lines = out.read_text().splitlines()
     assert json.loads(lines[0])
     assert any(json.loads(line).get("kind") == "report" for line in lines[:200])
     data = json.loads(truth.read_text())
     assert {s["entity"] for s in data["sick"]} == {"workers-01", "workers-02"}
+    cause_lines = causes.read_text().splitlines()
+    results = [x for x in map(json.loads, lines) if x.get("kind") != "report"]
+    assert len(cause_lines) == len(results)
+    sick_causes = {c for c in cause_lines if c.startswith("sick:")}
+    assert sick_causes == {"sick:runner:workers-01", "sick:runner:workers-02"}
 
 
 def test_silent_agents_send_nothing_and_hide_the_dimension(sink: Fleet) -> None:
@@ -476,3 +494,35 @@ def test_hard_shard_fails_its_tests_everywhere_not_its_runner(sink: Fleet) -> No
     assert on_runner > 5 * peers  # the red herring: under static sharding linux-05 looks bad
     elsewhere, n = _rate([r for r in background if r["test_id"] in hard and r["runner"]["pool"] == "mac"])
     assert n > 300 and elsewhere > 0.01  # but the same tests fail elsewhere too
+
+
+def test_unusual_combinations_generate_valid_records() -> None:
+    def h(x: float) -> timedelta:
+        return timedelta(hours=x)
+
+    scenario = Scenario(
+        pools=(PoolSpec("eph", 6, ephemeral=True, hosts=2, shards=3, caches=()),
+               PoolSpec("vm", 4, runners_per_machine=2, images=("a", "b")),
+               PoolSpec("small", 2, sharding="static", suites=("unit",))),
+        n_tests=60, suites=("unit", "api", "weird"), duration_days=0.5,
+        events=(SickMachine("eph-host-01", "clock", onset=h(2)),
+                Interaction(3, "eph-host-02"),
+                WarningRunner("vm-01", "clock"), ResourceSensitiveTest(4, "clock"),
+                PeriodicPressure("vm-03", "disk", period_hours=2), ResourceSensitiveTest(5, "disk"),
+                SickPool("small", "cache", onset=h(3)),
+                BadImage("c", "vm", onset=h(4), dimension="cache", fraction_of_pool=0.5),
+                SickRunner("vm-02", "memory", onset=h(100)),  # after the end: not in the truth
+                Outage(start=h(11), minutes=120),
+                SlowDisk("vm-04", start=h(0), days=0.3),
+                BrokenTest(7, since=h(0)), PlatformTest(8, "small"), HardShard("small", 1),
+                SilentAgent("eph-host-02")),
+    )
+    fleet = simulate(scenario, 3)
+    fleet.validate()
+    assert fleet.truth.sick == {("machine", "eph-host-01"), ("runner", "vm-04"), ("pool", "small"),
+                                ("image", "c")}
+    assert fleet.truth.sick_dimension[("image", "c")] == "cache"
+    assert fleet.truth.sick_onset[("runner", "vm-04")] > scenario.start + h(1)
+    assert {r["runner"]["image"] for r in fleet.results if r["runner"]["pool"] == "vm"} == {"a", "b", "c"}
+    assert not any(r["agent_id"] == "eph-host-02" for r in fleet.reports)
+    assert all(len(_readings(r)) == 3 for r in fleet.reports if r["runner"]["pool"] == "eph")  # no caches
