@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -99,6 +100,19 @@ def test_different_seed_different_output() -> None:
     assert a.results != b.results
     assert a.reports != b.reports
     assert a.truth.sick == b.truth.sick  # the scenario decides the truth, the seed the noise
+
+
+def test_output_does_not_depend_on_the_hash_seed() -> None:
+    script = ("import hashlib; from tests.sim import simulate; from tests.sim.scenarios import storm; "
+              "f = simulate(storm(), 8); "
+              "print(hashlib.sha256('\\n'.join(f.ndjson_lines()).encode()).hexdigest())")
+    root = Path(__file__).resolve().parents[2]
+    digests = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root,
+                       env={**os.environ, "PYTHONHASHSEED": h}).stdout
+        for h in ("1", "2")
+    }
+    assert len(digests) == 1
 
 
 def test_catalog_does_not_depend_on_the_seed() -> None:
