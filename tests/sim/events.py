@@ -126,18 +126,31 @@ class SilentAgent:
 
 @dataclass(frozen=True)
 class FlakyTest:
-    """Fails with probability `p` anywhere, independently on each attempt (so it often passes on retry)."""
+    """Fails with probability `p` anywhere (or only on `pool`), independently on each attempt, so it often
+    passes on retry."""
 
     test: TestRef
     p: float = 0.1
+    pool: str | None = None
+
+
+@dataclass(frozen=True)
+class FlakyCluster:
+    """Tests sharing a flaky dependency (a test service, a fixture): with probability `p` per pipeline run
+    and attempt, all of them fail together, on whichever runners their shards ran. Co-failure without a
+    sick runner."""
+
+    tests: tuple[TestRef, ...]
+    p: float = 0.05
 
 
 @dataclass(frozen=True)
 class BrokenTest:
-    """Fails on every run everywhere whose commit landed at or after `since` (a commit lands at `since`)."""
+    """Fails on every run everywhere whose commit landed in [since, until) (commits land at both)."""
 
     test: TestRef
     since: Instant
+    until: Instant | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +202,7 @@ Event = (
     | PeriodicPressure
     | SilentAgent
     | FlakyTest
+    | FlakyCluster
     | BrokenTest
     | PlatformTest
     | ResourceSensitiveTest

@@ -106,8 +106,9 @@ def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health
     image = job_images(jobs, topo, plan)[job]
     gi = health.grid_index(agent, t)
     draw = _Draw(len(test), rng)
-    for tid, since in plan.broken:
-        idx = np.flatnonzero((test == tid) & (commits.times[jobs.commit[job]] >= since))
+    commit_time = commits.times[jobs.commit[job]]
+    for tid, since, until in plan.broken:
+        idx = np.flatnonzero((test == tid) & (commit_time >= since) & (commit_time < until))
         draw.apply(idx, 1.0, causes.id("broken", "broken"))
     for tid, on_pool in plan.platform:
         draw.apply(np.flatnonzero((test == tid) & (pool == on_pool)), 1.0, causes.id("platform", "platform"))
@@ -131,10 +132,19 @@ def execute(scenario: Scenario, catalog: Catalog, topo: Topology, health: Health
         idx = np.flatnonzero(test == tid)
         idx = idx[health.pressure(dim)[agent[idx], gi[idx]]]
         draw.apply(idx, p_res, causes.id(f"resource:{dim}", dim))
-    for tid, p_flaky in plan.flaky:
-        draw.apply(np.flatnonzero(test == tid), p_flaky, causes.id("flaky", "flaky"))
+    for tid, p_flaky, on_pool in plan.flaky:
+        where = (test == tid) if on_pool < 0 else (test == tid) & (pool == on_pool)
+        draw.apply(np.flatnonzero(where), p_flaky, causes.id("flaky", "flaky"))
+    if plan.clusters:
+        runs = jobs.run[job]
+        n_runs = int(jobs.run.max()) + 1
+        for members, p_cluster in plan.clusters:
+            fired_runs = rng.random(n_runs) < p_cluster  # this pass is one attempt of every run in it
+            idx = np.flatnonzero(np.isin(test, members) & fired_runs[runs])
+            draw.apply(idx, 0.9, causes.id("flaky", "flaky"))
     noisy = np.flatnonzero(plan.base_p[test] > 0)
-    draw.apply(noisy, plan.base_p[test[noisy]], causes.id("base", "base"))
+    draw.apply(noisy, np.clip(plan.base_p[test[noisy]] * plan.agent_noise[agent[noisy]], 0, 1),
+               causes.id("base", "base"))
     draw.fired &= ~skipped
     draw.cause[skipped] = 0
     abort_cause = causes.id("abort", "abort")

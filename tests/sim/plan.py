@@ -15,6 +15,7 @@ from tests.sim.events import (
     BadImage,
     BrokenTest,
     Dimension,
+    FlakyCluster,
     FlakyTest,
     HardShard,
     Interaction,
@@ -58,8 +59,10 @@ class Plan:
     skip: np.ndarray  # (pools, tests)
     sick: list[Sick] = field(default_factory=list)
     rollouts: list[Rollout] = field(default_factory=list)
-    flaky: list[tuple[int, float]] = field(default_factory=list)
-    broken: list[tuple[int, float]] = field(default_factory=list)  # test, commit time
+    agent_noise: np.ndarray = field(default_factory=lambda: np.ones(0))  # per-agent base-rate multiplier
+    flaky: list[tuple[int, float, int]] = field(default_factory=list)  # test, p, pool (-1: all)
+    clusters: list[tuple[np.ndarray, float]] = field(default_factory=list)
+    broken: list[tuple[int, float, float]] = field(default_factory=list)  # test, since, until (commit times)
     platform: list[tuple[int, int]] = field(default_factory=list)
     resource: list[tuple[int, Dimension, float]] = field(default_factory=list)
     interaction: list[tuple[int, int, float]] = field(default_factory=list)  # test, agent, p
@@ -107,9 +110,14 @@ def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
     hi = np.log(max(scenario.base_fail_max, 1.1e-4))
     base_p = np.where(noisy, np.exp(rng.uniform(lo, hi, size=n)), 0.0)
     event_tests = {catalog.index(ev.test) for ev in scenario.events if hasattr(ev, "test")}
+    for ev in scenario.events:
+        if isinstance(ev, FlakyCluster):
+            event_tests.update(catalog.index(t) for t in ev.tests)
     skip = rng.random((len(topo.pools), n)) < scenario.skip_fraction
     skip[:, sorted(event_tests)] = False
-    plan = Plan(base_p=base_p, skip=skip)
+    # Healthy machines are not identical: some are slower and time out a little more often.
+    noise = rng.lognormal(0.0, scenario.runner_noise, size=len(topo.agent_names))
+    plan = Plan(base_p=base_p, skip=skip, agent_noise=noise / noise.mean())
     forever = scenario.duration_s + 86400.0
     truth = TruthDraft()
 
@@ -178,10 +186,16 @@ def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
             topo.agent_index(ev.runner)
             truth.silent_agents.add(ev.runner)
         elif isinstance(ev, FlakyTest):
-            plan.flaky.append((catalog.index(ev.test), ev.p))
+            on_pool = topo.pool_index(ev.pool) if ev.pool is not None else -1
+            plan.flaky.append((catalog.index(ev.test), ev.p, on_pool))
             truth.flaky_tests.add(catalog.ids[catalog.index(ev.test)])
+        elif isinstance(ev, FlakyCluster):
+            members = np.array(sorted({catalog.index(t) for t in ev.tests}), dtype=np.int64)
+            plan.clusters.append((members, ev.p))
+            truth.flaky_tests.update(catalog.ids[i] for i in members.tolist())
         elif isinstance(ev, BrokenTest):
-            plan.broken.append((catalog.index(ev.test), scenario.offset_s(ev.since)))
+            until = scenario.offset_s(ev.until) if ev.until is not None else forever
+            plan.broken.append((catalog.index(ev.test), scenario.offset_s(ev.since), until))
             truth.broken_tests.add(catalog.ids[catalog.index(ev.test)])
         elif isinstance(ev, PlatformTest):
             plan.platform.append((catalog.index(ev.test), topo.pool_index(ev.pool)))

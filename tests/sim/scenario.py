@@ -62,6 +62,7 @@ class Scenario:
     retry_prob: float = 0.3
     noisy_test_fraction: float = 0.2
     base_fail_max: float = 0.02
+    runner_noise: float = 0.4  # log-sd of each healthy agent's multiplier on background failure rates
     skip_fraction: float = 0.02
     job_abort_prob: float = 0.002
     report_loss_prob: float = 0.002

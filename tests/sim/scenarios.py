@@ -13,6 +13,7 @@ from tests.sim.catalog import CATEGORIES, Catalog, build_catalog
 from tests.sim.events import (
     BadImage,
     BrokenTest,
+    FlakyCluster,
     FlakyTest,
     HardShard,
     Interaction,
@@ -106,7 +107,10 @@ def kitchen_sink() -> Scenario:
         FlakyTest(pick("linux", 9, "time"), p=0.1),
         FlakyTest(pick("mac", 3, "plain"), p=0.05),
         FlakyTest(pick("k8s", 2, "plain"), p=0.12),
+        FlakyTest(pick("mac", 1, "time"), p=0.15, pool="mac"),  # timing-sensitive on the slower hosts
+        FlakyCluster(tuple(pick("linux", k, "network") for k in (0, 6, 10, 13)), p=0.06),
         BrokenTest(pick("linux", 5, "plain"), since=_h(40)),
+        BrokenTest(pick("linux", 8, "plain"), since=_h(10), until=_h(14)),  # broken, then fixed
         PlatformTest(pick("mac", 6, "io"), "mac"),
         Interaction(pick("linux", linux_shard["linux-13"], "plain"), "linux-13", p=0.6),
         HardShard("linux", 4, p=0.02),
@@ -114,7 +118,8 @@ def kitchen_sink() -> Scenario:
 
 
 def quiet_fleet() -> Scenario:
-    """Nothing sick: flaky tests, background noise, cache rollovers and lost reports only."""
+    """Nothing sick: flaky tests (one co-failing cluster across shards), background noise that differs a
+    little between healthy runners, cache rollovers and lost reports."""
     base = Scenario(
         pools=(
             PoolSpec("linux", 8, sharding="static"),
@@ -127,6 +132,7 @@ def quiet_fleet() -> Scenario:
         FlakyTest(pick("linux", 0, "network"), p=0.1),
         FlakyTest(pick("linux", 4, "time"), p=0.05),
         FlakyTest(pick("k8s", 1, "plain"), p=0.15),
+        FlakyCluster(tuple(pick("linux", k, "network") for k in (1, 3, 5, 7)), p=0.05),
     ))
 
 

@@ -44,7 +44,7 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
         apply_outage(health, scenario, ev, agents)
     _slow_disk_truth(scenario, plan.slow_disks, health, draft)
     _unconfirmable_dimensions(scenario, topo, plan, health, draft)
-    forced = [since for _, since in plan.broken]
+    forced = [t for _, since, until in plan.broken for t in (since, until) if t < scenario.duration_s]
     commits = build_commits(scenario, forced, rngs[2])
     names = EphemeralNames(rngs[3])
     jobs = build_jobs(scenario, catalog, topo, commits, rngs[3], names)

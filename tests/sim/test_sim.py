@@ -366,16 +366,33 @@ def test_storm_two_sick_workers_and_an_outage(stormy: Fleet) -> None:
 
 
 def test_broken_test_fails_every_run_after_since(sink: Fleet) -> None:
-    (test_id,) = sink.truth.broken_tests
-    (since,) = [ev.since for ev in kitchen_sink().events if isinstance(ev, BrokenTest)]
-    assert isinstance(since, timedelta)
-    start = kitchen_sink().start
-    runs = [r for r in sink.results if r["test_id"] == test_id]
-    # Runs that started before the breaking commit landed may still finish after it, on the old commit.
-    late = [r for r in runs if _t(r["time"]) >= start + since + timedelta(hours=1)]
-    early = [r for r in runs if _t(r["time"]) < start + since]
-    assert late and all(r["outcome"] in FAILING for r in late)
-    assert early and sum(r["outcome"] in FAILING for r in early) < 0.2 * len(early)
+    scenario = kitchen_sink()
+    events = [ev for ev in scenario.events if isinstance(ev, BrokenTest)]
+    catalog = build_catalog(scenario)
+    assert sink.truth.broken_tests == {catalog.ids[catalog.index(ev.test)] for ev in events}
+    for ev in events:
+        test_id = catalog.ids[catalog.index(ev.test)]
+        assert isinstance(ev.since, timedelta)
+        since = scenario.start + ev.since
+        until = scenario.start + ev.until if isinstance(ev.until, timedelta) else scenario.end
+        runs = [r for r in sink.results if r["test_id"] == test_id]
+        # Runs that started before a commit landed may still finish after it, on the older commit.
+        inside = [r for r in runs if since + timedelta(hours=1) <= _t(r["time"]) < until]
+        outside = [r for r in runs if _t(r["time"]) < since or _t(r["time"]) >= until + timedelta(hours=1)]
+        assert inside and all(r["outcome"] in FAILING for r in inside)
+        assert outside and sum(r["outcome"] in FAILING for r in outside) < 0.2 * len(outside)
+
+
+def test_flaky_cluster_fails_together_across_runners(quiet: Fleet) -> None:
+    by_run: dict[tuple[str, int], set[str]] = defaultdict(set)
+    runners: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for r, c in zip(quiet.results, quiet.causes, strict=True):
+        if c == "flaky":
+            by_run[(r["run_id"], r["attempt"])].add(r["test_id"])
+            runners[(r["run_id"], r["attempt"])].add(r["runner"]["id"])
+    together = [k for k, tests in by_run.items() if len(tests) >= 3]
+    assert together  # a shared dependency breaks several tests in one run...
+    assert any(len(runners[k]) >= 3 for k in together)  # ...on several runners at once
 
 
 def test_platform_test_fails_only_on_its_pool(sink: Fleet) -> None:
