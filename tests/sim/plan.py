@@ -88,13 +88,21 @@ def _affected(catalog: Catalog, reachable: np.ndarray, dimension: Dimension, fai
     return out
 
 
+_RUNNER_EVENTS = (SickRunner, SlowDisk, WarningRunner, PeriodicPressure, SilentAgent, Interaction)
+
+
 def _named_machines(scenario: Scenario, topo: Topology) -> np.ndarray:
     out: list[int] = []
     for ev in scenario.events:
         if isinstance(ev, SickMachine):
             out.append(topo.machine_index(ev.machine))
-        elif isinstance(ev, SickRunner | SlowDisk | WarningRunner | PeriodicPressure | Interaction):
+        elif isinstance(ev, _RUNNER_EVENTS):
             out.append(int(topo.agent_machine[topo.agent_index(ev.runner)]))
+        elif isinstance(ev, HardShard):
+            pool = topo.pool_index(ev.pool)
+            runners = topo.pool_runners(pool)
+            if topo.pools[pool].sharding == "static" and 0 <= ev.shard < len(runners):
+                out.append(int(topo.runner_machine[runners[ev.shard]]))
     return np.asarray(out, dtype=np.int64)
 
 
