@@ -130,7 +130,7 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
         lag = rng.uniform(0, 1800, size=len(agents))
         rollover[agents] = np.searchsorted(changes, t[agents] - lag[:, None], side="right")
     image = np.repeat(topo.machine_image[topo.agent_machine][:, None], k_count, axis=1)
-    return Health(
+    h = Health(
         interval=interval,
         phase=phase,
         t=t,
@@ -160,6 +160,26 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
         boot=np.zeros(shape, dtype=np.int64),
         check_unknown=rng.random((a_count, k_count, 4)) < 0.001,
     )
+    _share_machine_state(h, topo, rng)
+    return h
+
+
+_MACHINE_STATE = ("disk_total", "root_total", "mem_total", "disk_ratio", "root_ratio", "mem_avail", "psi10",
+                  "psi60", "full10", "full60", "swap", "clock")
+
+
+def _share_machine_state(h: Health, topo: Topology, rng: np.random.Generator) -> None:
+    """Runners on one VM see one disk, one memory and one clock: copy the first agent's healthy state."""
+    for m in range(len(topo.machine_names)):
+        agents = topo.machine_agents(m).tolist()
+        if len(agents) < 2:
+            continue
+        first = agents[0]
+        for a in agents[1:]:
+            for name in _MACHINE_STATE:
+                getattr(h, name)[a] = getattr(h, name)[first]
+            h.disk_ratio[a] += rng.normal(0, 0.001, size=h.disk_ratio.shape[1])
+            h.clock[a] += rng.normal(0, 0.0002, size=h.clock.shape[1])
 
 
 def _apply_bad(h: Health, rng: np.random.Generator, rows: np.ndarray, mask: np.ndarray,

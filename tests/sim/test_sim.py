@@ -479,6 +479,13 @@ def test_multi_runner_vms_and_label_routing() -> None:
         labels = r["runner"].get("labels", ())
         groups[r["test_id"]].update(label for label in labels if label.startswith("group-"))
     assert all(len(g) == 1 for g in groups.values())
+    # Runners on one VM share its disk, memory and clock.
+    totals: dict[str, set[int]] = defaultdict(set)
+    for rep in fleet.reports:
+        mem = _readings(rep)["memory"]
+        if mem["status"] != "unknown":
+            totals[rep["runner"]["machine"]].add(mem["total_bytes"])
+    assert all(len(t) == 1 for t in totals.values())
 
 
 def test_cli_writes_ndjson_and_truth(tmp_path: Path) -> None:
