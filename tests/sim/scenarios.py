@@ -6,6 +6,7 @@ shard where routing matters: a resource-sensitive test only shows if it runs on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -149,10 +150,71 @@ def storm() -> Scenario:
     ))
 
 
-SCENARIOS = {
-    "default": Scenario,
+def red_herrings() -> Scenario:
+    """Nothing sick, everything suspicious: bad readings without failures, a test failing on one runner,
+    a hard static shard, a resource-sensitive test on a pressured runner, a co-failing flaky cluster."""
+    base = Scenario(pools=(PoolSpec("linux", 8, sharding="static"), PoolSpec("mac", 4, shards=4)),
+                    duration_days=2.0)
+    pick = _Picker(build_catalog(base))
+    return replace(base, events=(
+        WarningRunner("linux-02", "disk"),
+        WarningRunner("linux-06", "clock"),
+        WarningRunner("mac-03", "cache"),
+        PeriodicPressure("linux-04", "memory", period_hours=6.0, duty=0.3),
+        ResourceSensitiveTest(pick("linux", 3, "memory"), "memory"),
+        Interaction(pick("linux", 6, "plain"), "linux-07", p=0.7),
+        HardShard("linux", 0, p=0.03),
+        FlakyCluster(tuple(pick("linux", k, "network") for k in (1, 2, 5)), p=0.06),
+        FlakyTest(pick("mac", 0, "time"), p=0.1),
+        SilentAgent("linux-08", start=_h(12), end=_h(20)),
+    ))
+
+
+def slow_drift() -> Scenario:
+    """A disk that fills over two days on a dynamically sharded pool: onset is a slope, not a step."""
+    base = Scenario(pools=(PoolSpec("linux", 10, shards=10),), duration_days=3.0)
+    pick = _Picker(build_catalog(base))
+    return replace(base, events=(
+        SlowDisk("linux-06", start=_h(6), days=2.0),
+        FlakyTest(pick("linux", 2, "network"), p=0.08),
+    ))
+
+
+def bad_rollout() -> Scenario:
+    """A new image reaches half of a pool and breaks many tests on every host that runs it; readings stay
+    healthy. The hosts are not sick, the image is."""
+    base = Scenario(pools=(PoolSpec("linux", 12, shards=12, images=("ubuntu-22.04-20260901",)),),
+                    duration_days=2.0)
+    pick = _Picker(build_catalog(base))
+    return replace(base, events=(
+        BadImage("ubuntu-22.04-20260915", "linux", onset=_h(30), fraction_of_pool=0.5),
+        FlakyTest(pick("linux", 4, "plain"), p=0.1),
+    ))
+
+
+def ephemeral_host() -> Scenario:
+    """An autoscaled pool: fresh runner ids per job on four hosts, one host under memory pressure."""
+    base = Scenario(pools=(PoolSpec("k8s", 12, ephemeral=True, hosts=4, shards=6),), duration_days=2.0)
+    pick = _Picker(build_catalog(base))
+    return replace(base, events=(
+        SickMachine("k8s-host-03", "memory", onset=_h(28)),
+        FlakyTest(pick("k8s", 1, "plain"), p=0.1),
+    ))
+
+
+def default() -> Scenario:
+    """The Scenario defaults: one static-sharded pool of 8 runners, 300 tests, two quiet days."""
+    return Scenario()
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "default": default,
     "seed_story": seed_story,
     "kitchen_sink": kitchen_sink,
     "quiet_fleet": quiet_fleet,
     "storm": storm,
+    "red_herrings": red_herrings,
+    "slow_drift": slow_drift,
+    "bad_rollout": bad_rollout,
+    "ephemeral_host": ephemeral_host,
 }

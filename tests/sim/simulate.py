@@ -117,5 +117,5 @@ def _slow_disk_truth(scenario: Scenario, slow: list[tuple[str, int, float, float
     for runner, a, start, threshold in slow:
         below = np.flatnonzero((health.t[a] >= start) & (health.disk_ratio[a] < threshold) & health.valid[a])
         if len(below):
-            onset = float(health.t[a, below[0]])
-            draft.sick[("runner", runner)] = ("disk", scenario.start + timedelta(seconds=onset))
+            onset_ms = round(float(health.t[a, below[0]]) * 1000)
+            draft.sick[("runner", runner)] = ("disk", scenario.start + timedelta(milliseconds=onset_ms))

@@ -124,7 +124,7 @@ def test_catalog_does_not_depend_on_the_seed() -> None:
 # --- wire validity and order ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["seed_story", "quiet_fleet", "storm", "default"])
+@pytest.mark.parametrize("name", sorted(set(SCENARIOS) - {"kitchen_sink"}))
 def test_every_record_validates(name: str) -> None:
     fleet = simulate(SCENARIOS[name](), 1)
     fleet.validate()
@@ -564,3 +564,19 @@ def test_unusual_combinations_generate_valid_records() -> None:
     assert {r["runner"]["image"] for r in fleet.results if r["runner"]["pool"] == "vm"} == {"a", "b", "c"}
     assert not any(r["agent_id"] == "eph-host-02" for r in fleet.reports)
     assert all(len(_readings(r)) == 3 for r in fleet.reports if r["runner"]["pool"] == "eph")  # no caches
+
+
+@pytest.mark.parametrize("name", ["quiet_fleet", "red_herrings"])
+def test_nothing_sick_in_the_false_positive_scenarios(name: str) -> None:
+    fleet = simulate(SCENARIOS[name](), 6)
+    assert not fleet.truth.sick and not fleet.truth.outages
+    assert not any(c.startswith(("sick:", "outage")) for c in fleet.causes)
+
+
+@pytest.mark.parametrize(("name", "kind"), [("slow_drift", "runner"), ("bad_rollout", "image"),
+                                            ("ephemeral_host", "machine")])
+def test_focused_scenarios_have_one_sick_entity(name: str, kind: str) -> None:
+    fleet = simulate(SCENARIOS[name](), 6)
+    ((got, entity),) = fleet.truth.sick
+    assert got == kind
+    assert sum(c == f"sick:{kind}:{entity}" for c in fleet.causes) > 50
