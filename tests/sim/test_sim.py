@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ FAILING = {"failed", "error"}
 
 def _t(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+def _iso(t: datetime) -> str:
+    """The simulator's own time format, so record times compare as strings (much faster than parsing)."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +107,10 @@ def test_different_seed_different_output() -> None:
     assert a.truth.sick == b.truth.sick  # the scenario decides the truth, the seed the noise
 
 
+@pytest.mark.slow
 def test_output_does_not_depend_on_the_hash_seed() -> None:
-    script = ("import hashlib; from tests.sim import simulate; from tests.sim.scenarios import storm; "
-              "f = simulate(storm(), 8); "
+    script = ("import hashlib; from tests.sim import simulate; from tests.sim.scenarios import seed_story; "
+              "f = simulate(seed_story(), 8); "
               "print(hashlib.sha256('\\n'.join(f.ndjson_lines()).encode()).hexdigest())")
     root = Path(__file__).resolve().parents[2]
     digests = {
@@ -274,7 +280,8 @@ def test_every_sick_entity_fails_more_after_onset(sink: Fleet) -> None:
     for (kind, name), onset in sink.truth.sick_onset.items():
         key = field[kind]
         pool = next(r["runner"]["pool"] for r in sink.results if r["runner"].get(key) == name)
-        late = [r for r in sink.results if _t(r["time"]) >= onset + timedelta(hours=1)]
+        cut = _iso(onset + timedelta(hours=1))
+        late = [r for r in sink.results if r["time"] >= cut]
         sick, n = _rate([r for r in late if r["runner"].get(key) == name])
         # Peers: the same pool (other pools for a pool), leaving out failures other sick entities caused.
         healthy = [r for r in late if r["runner"].get(key) != name and not causes[id(r)].startswith("sick:")]
@@ -491,20 +498,20 @@ def test_multi_runner_vms_and_label_routing() -> None:
 def test_cli_writes_ndjson_and_truth(tmp_path: Path) -> None:
     out, truth = tmp_path / "fleet.ndjson", tmp_path / "truth.json"
     causes = tmp_path / "causes.txt"
-    proc = subprocess.run([sys.executable, "-m", "tests.sim", "--scenario", "storm", "--seed", "2", "--out",
-                           str(out), "--truth", str(truth), "--causes", str(causes)],
+    proc = subprocess.run([sys.executable, "-m", "tests.sim", "--scenario", "bad_rollout", "--seed", "2",
+                           "--out", str(out), "--truth", str(truth), "--causes", str(causes)],
                           capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
-    assert "storm seed 2" in proc.stderr
+    assert "bad_rollout seed 2" in proc.stderr
     lines = out.read_text().splitlines()
     assert json.loads(lines[0])
     assert any(json.loads(line).get("kind") == "report" for line in lines[:200])
     data = json.loads(truth.read_text())
-    assert {s["entity"] for s in data["sick"]} == {"workers-01", "workers-02"}
+    assert [(s["kind"], s["entity"]) for s in data["sick"]] == [("image", "ubuntu-22.04-20260915")]
     cause_lines = causes.read_text().splitlines()
     results = [x for x in map(json.loads, lines) if x.get("kind") != "report"]
     assert len(cause_lines) == len(results)
     sick_causes = {c for c in cause_lines if c.startswith("sick:")}
-    assert sick_causes == {"sick:runner:workers-01", "sick:runner:workers-02"}
+    assert sick_causes == {"sick:image:ubuntu-22.04-20260915"}
 
 
 def test_silent_agents_send_nothing_and_hide_the_dimension(sink: Fleet) -> None:
