@@ -12,6 +12,7 @@ import numpy as np
 
 from tests.sim.catalog import DIMENSION_CATEGORIES, Catalog
 from tests.sim.events import (
+    DIMENSIONS,
     BadImage,
     BrokenTest,
     Dimension,
@@ -106,6 +107,26 @@ def _named_machines(scenario: Scenario, topo: Topology) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
+_PROBABILITIES = ("p", "fail_prob", "other_fail_prob", "fraction_of_pool", "fraction_of_runners", "duty",
+                  "threshold")
+_POSITIVE = ("days", "minutes", "period_hours")
+
+
+def check_event(ev: object) -> None:
+    """Refuse knobs that cannot mean anything, naming the event and the field."""
+    for name in _PROBABILITIES:
+        value = getattr(ev, name, None)
+        if value is not None and not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"{ev!r}: {name} must be within [0, 1]")
+    for name in _POSITIVE:
+        value = getattr(ev, name, None)
+        if value is not None and not float(value) > 0.0:
+            raise ValueError(f"{ev!r}: {name} must be positive")
+    dimension = getattr(ev, "dimension", None)
+    if dimension is not None and dimension not in DIMENSIONS:
+        raise ValueError(f"{ev!r}: dimension must be one of {', '.join(DIMENSIONS)}")
+
+
 def _at(scenario: Scenario, seconds: float) -> datetime:
     return scenario.start + timedelta(seconds=seconds)
 
@@ -134,6 +155,7 @@ def build_plan(scenario: Scenario, catalog: Catalog, topo: Topology,
             truth.sick[(kind, name)] = (dimension, _at(scenario, onset_s))
 
     for ev in scenario.events:
+        check_event(ev)
         if isinstance(ev, SickRunner):
             a = topo.agent_index(ev.runner)
             if topo.agent_runner[a] < 0:

@@ -472,6 +472,11 @@ def test_unknown_names_are_refused() -> None:
         simulate(Scenario(events=(SickRunner("linux-99", "disk", onset=timedelta(hours=1)),)), 1)
     with pytest.raises(ValueError, match="unknown test"):
         simulate(Scenario(events=(FlakyTest("tests/nope.py::test_x"),)), 1)
+    with pytest.raises(ValueError, match="fail_prob"):
+        bad = SickRunner("linux-01", "disk", onset=timedelta(hours=1), fail_prob=1.5)
+        simulate(Scenario(events=(bad,)), 1)
+    with pytest.raises(ValueError, match="dimension"):
+        simulate(Scenario(events=(WarningRunner("linux-01", "cpu"),)), 1)  # type: ignore[arg-type]
 
 
 def test_multi_runner_vms_and_label_routing() -> None:
