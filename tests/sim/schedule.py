@@ -6,6 +6,7 @@ the shard's label group (label routing); an ephemeral pool's job gets a fresh ru
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,3 +175,54 @@ def build_jobs(scenario: Scenario, catalog: Catalog, topo: Topology, commits: Co
     jobs = Jobs.concat(parts)
     keep = np.flatnonzero(jobs.start < scenario.duration_s)
     return jobs.take(keep)
+
+
+def _earliest(busy: list[tuple[float, float]], t: float, length: float) -> float:
+    """The first moment from `t` when a runner with these (sorted) busy intervals is free for `length`."""
+    i = bisect.bisect_right(busy, (t, float("inf"))) - 1
+    i = max(i, 0)
+    while i < len(busy):
+        start, end = busy[i]
+        if end <= t:
+            i += 1
+            continue
+        if start >= t + length:
+            return t
+        t = max(t, end)
+        i += 1
+    return t
+
+
+def place_retries(topo: Topology, catalog: Catalog, first: Jobs, first_end: np.ndarray, again: Jobs,
+                  rng: np.random.Generator, names: EphemeralNames) -> None:
+    """Put each re-run on a runner its routing allows, around the jobs already there (in place)."""
+    busy: dict[int, list[tuple[float, float]]] = {}
+    for r, s, e in zip(first.runner.tolist(), first.start.tolist(), first_end.tolist(), strict=True):
+        if r >= 0:
+            busy.setdefault(r, []).append((s, max(e, s)))
+    for intervals in busy.values():
+        intervals.sort()
+    eligible = {p: eligible_runners(topo, p) for p in range(len(topo.pools)) if not topo.pools[p].ephemeral}
+    for j in np.argsort(again.start, kind="stable").tolist():
+        p = int(again.pool[j])
+        spec = topo.pools[p]
+        if spec.ephemeral:
+            hosts = np.flatnonzero(topo.machine_pool == p)
+            m = int(hosts[rng.integers(0, len(hosts))])
+            again.runner[j], again.machine[j] = -1, m
+            again.agent[j] = int(np.flatnonzero(topo.agent_machine == m)[0])
+            again.eph_name[j] = names.make(spec.name, 1)[0]
+            continue
+        k = int(again.shard[j])
+        length = JOB_SETUP_S + float(catalog.duration_median[catalog.shards[spec.name][k]].sum()) * 1.05
+        submit = float(again.start[j])
+        best_r, best_t = -1, float("inf")
+        for r in rng.permutation(eligible[p][k]).tolist():
+            t = _earliest(busy.get(r, []), submit, length)
+            if t < best_t:
+                best_r, best_t = r, t
+            if t == submit:
+                break
+        again.runner[j], again.start[j] = best_r, best_t
+        again.agent[j], again.machine[j] = topo.runner_agent[best_r], topo.runner_machine[best_r]
+        bisect.insort(busy.setdefault(best_r, []), (best_t, best_t + length))

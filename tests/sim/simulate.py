@@ -14,7 +14,7 @@ from tests.sim.health import Health, apply_outage, build_health
 from tests.sim.plan import Plan, build_plan
 from tests.sim.records import report_records, result_records
 from tests.sim.scenario import Scenario
-from tests.sim.schedule import EphemeralNames, Jobs, assign, build_commits, build_jobs
+from tests.sim.schedule import EphemeralNames, Jobs, build_commits, build_jobs, place_retries
 from tests.sim.topology import Topology, build_topology
 from tests.sim.truth import TruthDraft
 
@@ -55,16 +55,10 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     bad = failed_jobs(first, len(jobs), 0)
     bad = bad[rngs[5].random(len(bad)) < scenario.retry_prob]
     again = jobs.take(bad)
-    again.start = job_ends(first, len(jobs), 0)[bad] + rngs[5].uniform(*RETRY_DELAY_S, size=len(bad))
+    ends = job_ends(first, len(jobs), 0)
+    again.start = ends[bad] + rngs[5].uniform(*RETRY_DELAY_S, size=len(bad))
     again.attempt = again.attempt + 1
-    for p in range(len(topo.pools)):
-        sel = np.flatnonzero(again.pool == p)
-        if len(sel) == 0:
-            continue
-        runner, agent, machine, eph = assign(topo, p, again.shard[sel], rngs[5], names)
-        again.runner[sel], again.agent[sel], again.machine[sel] = runner, agent, machine
-        for i, name in zip(sel.tolist(), eph, strict=True):
-            again.eph_name[i] = name
+    place_retries(topo, catalog, jobs, ends, again, rngs[5], names)
     keep = np.flatnonzero(again.start < scenario.duration_s)
     again = again.take(keep)
     second = execute(scenario, catalog, topo, health, plan, commits, causes, again, len(jobs), rngs[6])
