@@ -1,7 +1,21 @@
 """A seeded fleet simulator with known truth: CI results and agent reports for a fleet with injected causes.
 
-fleet = simulate(kitchen_sink(), seed=1)
-fleet.validate(); fleet.truth.sick  # {("runner", "linux-03"), ...}
+    from tests.sim import simulate
+    from tests.sim.scenarios import kitchen_sink, seed_story, quiet_fleet, storm
+
+    fleet = simulate(seed_story(), seed=1)
+    fleet.results        # public result dicts, time-ordered, valid for common.results.TestResult
+    fleet.reports        # agent report dicts, time-ordered, valid for common.reports.AgentReport
+    fleet.truth.sick     # {("runner", "linux-03")}
+    fleet.causes         # the true cause of each result ("" for a pass), aligned with fleet.results
+
+A `Scenario` holds the knobs (pools, tests, cadence) and a tuple of events; the same scenario and seed give
+byte-identical output. Test ids come from `build_catalog(scenario)`, which ignores the seed, so events can
+name tests (or give their index) and the ready-made scenarios pick theirs by shard and kind.
+
+Pipeline: catalog (tests, shards) -> topology (runners, machines, agents) -> plan (events resolved, truth)
+-> health (readings on each agent's reporting grid) -> schedule (runs, jobs, queueing) -> failures
+(outcomes and causes) -> records (wire dicts).
 """
 
 from tests.sim.catalog import CATEGORIES, Catalog, build_catalog
@@ -10,6 +24,7 @@ from tests.sim.events import (
     BrokenTest,
     Dimension,
     Event,
+    FlakyCluster,
     FlakyTest,
     HardShard,
     Interaction,
@@ -20,6 +35,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -35,6 +51,7 @@ __all__ = [
     "Catalog",
     "Dimension",
     "Event",
+    "FlakyCluster",
     "FlakyTest",
     "Fleet",
     "HardShard",
@@ -48,6 +65,7 @@ __all__ = [
     "SickMachine",
     "SickPool",
     "SickRunner",
+    "SilentAgent",
     "SlowDisk",
     "Truth",
     "WarningRunner",

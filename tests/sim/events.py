@@ -112,19 +112,45 @@ class PeriodicPressure:
 
 
 @dataclass(frozen=True)
+class SilentAgent:
+    """The runner's (or host's) agent sends nothing in [start, end): failures without readings.
+
+    A sick entity whose agents are all silent around its onset has `unknown` as its truth dimension,
+    since no reading can confirm one.
+    """
+
+    runner: str
+    start: Instant | None = None
+    end: Instant | None = None
+
+
+@dataclass(frozen=True)
 class FlakyTest:
-    """Fails with probability `p` anywhere, independently on each attempt (so it often passes on retry)."""
+    """Fails with probability `p` anywhere (or only on `pool`), independently on each attempt, so it often
+    passes on retry."""
 
     test: TestRef
     p: float = 0.1
+    pool: str | None = None
+
+
+@dataclass(frozen=True)
+class FlakyCluster:
+    """Tests sharing a flaky dependency (a test service, a fixture): with probability `p` per pipeline run
+    and attempt, all of them fail together, on whichever runners their shards ran. Co-failure without a
+    sick runner."""
+
+    tests: tuple[TestRef, ...]
+    p: float = 0.05
 
 
 @dataclass(frozen=True)
 class BrokenTest:
-    """Fails on every run everywhere whose commit landed at or after `since` (a commit lands at `since`)."""
+    """Fails on every run everywhere whose commit landed in [since, until) (commits land at both)."""
 
     test: TestRef
     since: Instant
+    until: Instant | None = None
 
 
 @dataclass(frozen=True)
@@ -174,7 +200,9 @@ Event = (
     | Outage
     | WarningRunner
     | PeriodicPressure
+    | SilentAgent
     | FlakyTest
+    | FlakyCluster
     | BrokenTest
     | PlatformTest
     | ResourceSensitiveTest

@@ -14,7 +14,7 @@ from tests.sim.catalog import NETWORK, Catalog
 from tests.sim.health import Health
 from tests.sim.plan import Plan
 from tests.sim.scenario import Scenario
-from tests.sim.schedule import Commits, Jobs
+from tests.sim.schedule import JOB_SETUP_S, Commits, Jobs
 from tests.sim.topology import Topology
 
 PASSED, FAILED, ERROR, SKIPPED = 0, 1, 2, 3
@@ -104,7 +104,7 @@ def execute(
     cs = np.cumsum(duration)
     first = np.concatenate([[0], np.cumsum(lens)[:-1]])
     before = np.repeat(cs[first] - duration[first], lens) if len(lens) else cs
-    setup = rng.uniform(15.0, 60.0, size=len(jobs))  # checkout, dependency install
+    setup = rng.uniform(15.0, 2 * JOB_SETUP_S - 15.0, size=len(jobs))  # checkout, dependency install
     t = jobs.start[job] + setup[job] + (cs - before)
 
     # A lost runner cuts its job short: the running test errors, the rest never report.
@@ -119,8 +119,9 @@ def execute(
     image = job_images(jobs, topo, plan)[job]
     gi = health.grid_index(agent, t)
     draw = _Draw(len(test), rng)
-    for tid, since in plan.broken:
-        idx = np.flatnonzero((test == tid) & (commits.times[jobs.commit[job]] >= since))
+    commit_time = commits.times[jobs.commit[job]]
+    for tid, since, until in plan.broken:
+        idx = np.flatnonzero((test == tid) & (commit_time >= since) & (commit_time < until))
         draw.apply(idx, 1.0, causes.id("broken", "broken"))
     for tid, on_pool in plan.platform:
         draw.apply(np.flatnonzero((test == tid) & (pool == on_pool)), 1.0, causes.id("platform", "platform"))
@@ -147,10 +148,22 @@ def execute(
         idx = np.flatnonzero(test == tid)
         idx = idx[health.pressure(dim)[agent[idx], gi[idx]]]
         draw.apply(idx, p_res, causes.id(f"resource:{dim}", dim))
-    for tid, p_flaky in plan.flaky:
-        draw.apply(np.flatnonzero(test == tid), p_flaky, causes.id("flaky", "flaky"))
+    for tid, p_flaky, on_pool in plan.flaky:
+        where = (test == tid) if on_pool < 0 else (test == tid) & (pool == on_pool)
+        draw.apply(np.flatnonzero(where), p_flaky, causes.id("flaky", "flaky"))
+    if plan.clusters:
+        runs = jobs.run[job]
+        n_runs = int(jobs.run.max()) + 1
+        for members, p_cluster in plan.clusters:
+            fired_runs = rng.random(n_runs) < p_cluster  # this pass is one attempt of every run in it
+            idx = np.flatnonzero(np.isin(test, members) & fired_runs[runs])
+            draw.apply(idx, 0.9, causes.id("flaky", "flaky"))
     noisy = np.flatnonzero(plan.base_p[test] > 0)
-    draw.apply(noisy, plan.base_p[test[noisy]], causes.id("base", "base"))
+    draw.apply(
+        noisy,
+        np.clip(plan.base_p[test[noisy]] * plan.agent_noise[agent[noisy]], 0, 1),
+        causes.id("base", "base"),
+    )
     draw.fired &= ~skipped
     draw.cause[skipped] = 0
     abort_cause = causes.id("abort", "abort")
@@ -165,8 +178,8 @@ def execute(
     err_share[err_share == 0] = 0.05
     as_error = rng.random(len(test)) < err_share
     outcome = np.where(draw.fired, np.where(as_error, ERROR, FAILED), outcome)
-    # A failing test usually stops early or hangs to a timeout, rarely takes its usual time.
-    fail_scale = np.where(rng.random(len(test)) < 0.2, 8.0, rng.uniform(0.1, 1.0, size=len(test)))
+    # A failing test usually stops early. (No hangs past its slot: later tests' times are already fixed.)
+    fail_scale = rng.uniform(0.05, 1.0, size=len(test))
     duration = np.where(draw.fired, duration * fail_scale, duration)
     return Results(
         test[keep], job[keep] + job_offset, t[keep], duration[keep], outcome[keep], draw.cause[keep]

@@ -18,6 +18,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -52,6 +53,7 @@ class Health:
     t: np.ndarray  # (A, K) report times, seconds after start
     valid: np.ndarray  # (A, K) inside the simulated span
     sent: np.ndarray  # (A, K) delivered (some reports are lost)
+    alive: np.ndarray  # (A, K) the agent runs (no agent, or a silent one, makes no report at all)
     disk_total: np.ndarray
     disk_ratio: np.ndarray
     root_total: np.ndarray
@@ -117,7 +119,7 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
     fill = 0.08 * np.mod(day + rng.uniform(0, 1, size=a_count)[:, None], 1.0)
     disk_ratio = np.clip(base[:, None] - fill + rng.normal(0, 0.002, size=shape), 0.001, 0.999)
     mem_base = rng.uniform(0.45, 0.68, size=a_count)
-    mem_avail = np.clip(mem_base[:, None] + _ar1(rng, shape, 0.7, 0.05), 0.25, 0.95)
+    mem_avail = np.clip(mem_base[:, None] + _ar1(rng, shape, 0.7, 0.03), 0.3, 0.9)
     psi10 = rng.gamma(0.6, 0.5, size=shape)
     machine_bias = rng.normal(0, 0.002, size=len(topo.machine_names))
     clock = machine_bias[topo.agent_machine][:, None] + _ar1(rng, shape, 0.98, 0.0025)
@@ -128,12 +130,17 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
         lag = rng.uniform(0, 1800, size=len(agents))
         rollover[agents] = np.searchsorted(changes, t[agents] - lag[:, None], side="right")
     image = np.repeat(topo.machine_image[topo.agent_machine][:, None], k_count, axis=1)
-    return Health(
+    h = Health(
         interval=interval,
         phase=phase,
         t=t,
         valid=t < scenario.duration_s,
         sent=rng.random(shape) >= scenario.report_loss_prob,
+        alive=np.repeat(
+            np.array([topo.pools[int(p)].agents for p in topo.agent_pool], dtype=bool)[:, None],
+            k_count,
+            axis=1,
+        ),
         disk_total=disk_total,
         disk_ratio=disk_ratio,
         root_total=np.full(a_count, 30.0 * GIB),
@@ -156,6 +163,38 @@ def _healthy(scenario: Scenario, topo: Topology, rng: np.random.Generator) -> He
         boot=np.zeros(shape, dtype=np.int64),
         check_unknown=rng.random((a_count, k_count, 4)) < 0.001,
     )
+    _share_machine_state(h, topo, rng)
+    return h
+
+
+_MACHINE_STATE = (
+    "disk_total",
+    "root_total",
+    "mem_total",
+    "disk_ratio",
+    "root_ratio",
+    "mem_avail",
+    "psi10",
+    "psi60",
+    "full10",
+    "full60",
+    "swap",
+    "clock",
+)
+
+
+def _share_machine_state(h: Health, topo: Topology, rng: np.random.Generator) -> None:
+    """Runners on one VM see one disk, one memory and one clock: copy the first agent's healthy state."""
+    for m in range(len(topo.machine_names)):
+        agents = topo.machine_agents(m).tolist()
+        if len(agents) < 2:
+            continue
+        first = agents[0]
+        for a in agents[1:]:
+            for name in _MACHINE_STATE:
+                getattr(h, name)[a] = getattr(h, name)[first]
+            h.disk_ratio[a] += rng.normal(0, 0.001, size=h.disk_ratio.shape[1])
+            h.clock[a] += rng.normal(0, 0.0002, size=h.clock.shape[1])
 
 
 def _apply_bad(
@@ -265,8 +304,11 @@ def build_health(
             period = ev.period_hours * 3600.0
             mask = np.mod(h.t[rows] / period, 1.0) < ev.duty
             _apply_bad(h, rng, rows, mask, ev.dimension, False, 5000 + int(rows[0]))
-        elif isinstance(ev, Outage):
-            pass  # resolved with the failures, which must agree on the affected agents
+        elif isinstance(ev, SilentAgent):
+            rows = np.array([topo.agent_index(ev.runner)])
+            t0 = scenario.offset_s(ev.start) if ev.start is not None else -forever
+            t1 = scenario.offset_s(ev.end) if ev.end is not None else forever
+            h.alive[rows] &= ~_window(h, rows, t0, t1)
     h.disk_ratio = np.clip(h.disk_ratio, 0.0, 1.0)
     return h
 

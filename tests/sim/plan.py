@@ -12,9 +12,11 @@ import numpy as np
 
 from tests.sim.catalog import DIMENSION_CATEGORIES, Catalog
 from tests.sim.events import (
+    DIMENSIONS,
     BadImage,
     BrokenTest,
     Dimension,
+    FlakyCluster,
     FlakyTest,
     HardShard,
     Interaction,
@@ -25,6 +27,7 @@ from tests.sim.events import (
     SickMachine,
     SickPool,
     SickRunner,
+    SilentAgent,
     SlowDisk,
     WarningRunner,
 )
@@ -57,8 +60,10 @@ class Plan:
     skip: np.ndarray  # (pools, tests)
     sick: list[Sick] = field(default_factory=list)
     rollouts: list[Rollout] = field(default_factory=list)
-    flaky: list[tuple[int, float]] = field(default_factory=list)
-    broken: list[tuple[int, float]] = field(default_factory=list)  # test, commit time
+    agent_noise: np.ndarray = field(default_factory=lambda: np.ones(0))  # per-agent base-rate multiplier
+    flaky: list[tuple[int, float, int]] = field(default_factory=list)  # test, p, pool (-1: all)
+    clusters: list[tuple[np.ndarray, float]] = field(default_factory=list)
+    broken: list[tuple[int, float, float]] = field(default_factory=list)  # test, since, until (commit times)
     platform: list[tuple[int, int]] = field(default_factory=list)
     resource: list[tuple[int, Dimension, float]] = field(default_factory=list)
     interaction: list[tuple[int, int, float]] = field(default_factory=list)  # test, agent, p
@@ -85,14 +90,49 @@ def _affected(
     return out
 
 
+_RUNNER_EVENTS = (SickRunner, SlowDisk, WarningRunner, PeriodicPressure, SilentAgent, Interaction)
+
+
 def _named_machines(scenario: Scenario, topo: Topology) -> np.ndarray:
     out: list[int] = []
     for ev in scenario.events:
         if isinstance(ev, SickMachine):
             out.append(topo.machine_index(ev.machine))
-        elif isinstance(ev, SickRunner | SlowDisk | WarningRunner | PeriodicPressure | Interaction):
+        elif isinstance(ev, _RUNNER_EVENTS):
             out.append(int(topo.agent_machine[topo.agent_index(ev.runner)]))
+        elif isinstance(ev, HardShard):
+            pool = topo.pool_index(ev.pool)
+            runners = topo.pool_runners(pool)
+            if topo.pools[pool].sharding == "static" and 0 <= ev.shard < len(runners):
+                out.append(int(topo.runner_machine[runners[ev.shard]]))
     return np.asarray(out, dtype=np.int64)
+
+
+_PROBABILITIES = (
+    "p",
+    "fail_prob",
+    "other_fail_prob",
+    "fraction_of_pool",
+    "fraction_of_runners",
+    "duty",
+    "threshold",
+)
+_POSITIVE = ("days", "minutes", "period_hours")
+
+
+def check_event(ev: object) -> None:
+    """Refuse knobs that cannot mean anything, naming the event and the field."""
+    for name in _PROBABILITIES:
+        value = getattr(ev, name, None)
+        if value is not None and not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"{ev!r}: {name} must be within [0, 1]")
+    for name in _POSITIVE:
+        value = getattr(ev, name, None)
+        if value is not None and not float(value) > 0.0:
+            raise ValueError(f"{ev!r}: {name} must be positive")
+    dimension = getattr(ev, "dimension", None)
+    if dimension is not None and dimension not in DIMENSIONS:
+        raise ValueError(f"{ev!r}: dimension must be one of {', '.join(DIMENSIONS)}")
 
 
 def _at(scenario: Scenario, seconds: float) -> datetime:
@@ -108,9 +148,14 @@ def build_plan(
     hi = np.log(max(scenario.base_fail_max, 1.1e-4))
     base_p = np.where(noisy, np.exp(rng.uniform(lo, hi, size=n)), 0.0)
     event_tests = {catalog.index(ev.test) for ev in scenario.events if hasattr(ev, "test")}
+    for ev in scenario.events:
+        if isinstance(ev, FlakyCluster):
+            event_tests.update(catalog.index(t) for t in ev.tests)
     skip = rng.random((len(topo.pools), n)) < scenario.skip_fraction
     skip[:, sorted(event_tests)] = False
-    plan = Plan(base_p=base_p, skip=skip)
+    # Healthy machines are not identical: some are slower and time out a little more often.
+    noise = rng.lognormal(0.0, scenario.runner_noise, size=len(topo.agent_names))
+    plan = Plan(base_p=base_p, skip=skip, agent_noise=noise / noise.mean())
     forever = scenario.duration_s + 86400.0
     truth = TruthDraft()
 
@@ -119,6 +164,7 @@ def build_plan(
             truth.sick[(kind, name)] = (dimension, _at(scenario, onset_s))
 
     for ev in scenario.events:
+        check_event(ev)
         if isinstance(ev, SickRunner):
             a = topo.agent_index(ev.runner)
             if topo.agent_runner[a] < 0:
@@ -190,11 +236,20 @@ def build_plan(
         elif isinstance(ev, WarningRunner | PeriodicPressure):
             topo.agent_index(ev.runner)
             truth.warning_runners.add(ev.runner)
+        elif isinstance(ev, SilentAgent):
+            topo.agent_index(ev.runner)
+            truth.silent_agents.add(ev.runner)
         elif isinstance(ev, FlakyTest):
-            plan.flaky.append((catalog.index(ev.test), ev.p))
+            on_pool = topo.pool_index(ev.pool) if ev.pool is not None else -1
+            plan.flaky.append((catalog.index(ev.test), ev.p, on_pool))
             truth.flaky_tests.add(catalog.ids[catalog.index(ev.test)])
+        elif isinstance(ev, FlakyCluster):
+            members = np.array(sorted({catalog.index(t) for t in ev.tests}), dtype=np.int64)
+            plan.clusters.append((members, ev.p))
+            truth.flaky_tests.update(catalog.ids[i] for i in members.tolist())
         elif isinstance(ev, BrokenTest):
-            plan.broken.append((catalog.index(ev.test), scenario.offset_s(ev.since)))
+            until = scenario.offset_s(ev.until) if ev.until is not None else forever
+            plan.broken.append((catalog.index(ev.test), scenario.offset_s(ev.since), until))
             truth.broken_tests.add(catalog.ids[catalog.index(ev.test)])
         elif isinstance(ev, PlatformTest):
             plan.platform.append((catalog.index(ev.test), topo.pool_index(ev.pool)))
@@ -207,7 +262,10 @@ def build_plan(
             truth.interaction.add((catalog.ids[catalog.index(ev.test)], ev.runner))
         elif isinstance(ev, HardShard):
             shards = catalog.shards[topo.pools[topo.pool_index(ev.pool)].name]
+            if not 0 <= ev.shard < len(shards):
+                raise ValueError(f"pool {ev.pool!r} has shards 0..{len(shards) - 1}, not {ev.shard}")
             plan.base_p[shards[ev.shard]] += ev.p
+            truth.hard_shards.add((ev.pool, str(ev.shard)))
         else:
             raise TypeError(f"unknown event {ev!r}")
     return plan, truth

@@ -264,7 +264,7 @@ def report_records(
 ) -> tuple[list[dict[str, Any]], np.ndarray]:
     h = health
     shape = h.t.shape
-    cells = np.argwhere(h.valid & h.sent)
+    cells = np.argwhere(h.valid & h.alive & h.sent)
     times = h.t[cells[:, 0], cells[:, 1]]
     order = np.lexsort((cells[:, 0], times))
     cells = cells[order]
@@ -276,7 +276,7 @@ def report_records(
     boot_ids: dict[tuple[int, int], str] = {}
     for a in range(shape[0]):
         n, lost, last_boot = 0, 0, -1
-        for k in np.flatnonzero(h.valid[a]).tolist():
+        for k in np.flatnonzero(h.valid[a] & h.alive[a]).tolist():
             boot = int(h.boot[a, k])
             if boot != last_boot:
                 n, last_boot = 0, boot

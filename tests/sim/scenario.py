@@ -19,6 +19,7 @@ class PoolSpec:
     to any runner; `label` splits the runners into `label_groups` labelled groups and shard k only runs on
     group k mod G. `suites` routes whole suites to the pool (None: every suite).
     Ephemeral pools get a fresh runner id per job on `hosts` machines; `runners` is then the job concurrency.
+    `caches` are the cache keys the agents digest; `agents=False` leaves the pool without readings.
     """
 
     name: str
@@ -34,6 +35,7 @@ class PoolSpec:
     labels: tuple[str, ...] = ()
     provider: str = "github"
     caches: tuple[str, ...] = ("pip", "build")
+    agents: bool = True  # False: no health agent on this pool, so no reports at all
 
     def image_names(self) -> tuple[str, ...]:
         return self.images or (f"{self.name}-2026.09.1",)
@@ -60,6 +62,7 @@ class Scenario:
     retry_prob: float = 0.3
     noisy_test_fraction: float = 0.2
     base_fail_max: float = 0.02
+    runner_noise: float = 0.4  # log-sd of each healthy agent's multiplier on background failure rates
     skip_fraction: float = 0.02
     job_abort_prob: float = 0.002
     report_loss_prob: float = 0.002

@@ -11,11 +11,11 @@ from tests.sim.catalog import build_catalog
 from tests.sim.failures import Causes, Results, execute, failed_jobs, job_ends, job_images
 from tests.sim.fleet import Fleet
 from tests.sim.health import Health, apply_outage, build_health
-from tests.sim.plan import build_plan
+from tests.sim.plan import Plan, build_plan
 from tests.sim.records import report_records, result_records
 from tests.sim.scenario import Scenario
-from tests.sim.schedule import EphemeralNames, Jobs, assign, build_commits, build_jobs
-from tests.sim.topology import build_topology
+from tests.sim.schedule import EphemeralNames, Jobs, build_commits, build_jobs, place_retries
+from tests.sim.topology import Topology, build_topology
 from tests.sim.truth import TruthDraft
 
 RETRY_DELAY_S = (60.0, 600.0)
@@ -43,10 +43,11 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     for ev, _t0, _t1, agents in plan.outages:
         apply_outage(health, scenario, ev, agents)
     _slow_disk_truth(scenario, plan.slow_disks, health, draft)
-    forced = [since for _, since in plan.broken]
+    _unconfirmable_dimensions(scenario, topo, plan, health, draft)
+    forced = [t for _, since, until in plan.broken for t in (since, until) if t < scenario.duration_s]
     commits = build_commits(scenario, forced, rngs[2])
     names = EphemeralNames(rngs[3])
-    jobs = build_jobs(scenario, topo, commits, rngs[3], names)
+    jobs = build_jobs(scenario, catalog, topo, commits, rngs[3], names)
     causes = Causes()
     first = execute(scenario, catalog, topo, health, plan, commits, causes, jobs, 0, rngs[4])
 
@@ -54,16 +55,10 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     bad = failed_jobs(first, len(jobs), 0)
     bad = bad[rngs[5].random(len(bad)) < scenario.retry_prob]
     again = jobs.take(bad)
-    again.start = job_ends(first, len(jobs), 0)[bad] + rngs[5].uniform(*RETRY_DELAY_S, size=len(bad))
+    ends = job_ends(first, len(jobs), 0)
+    again.start = ends[bad] + rngs[5].uniform(*RETRY_DELAY_S, size=len(bad))
     again.attempt = again.attempt + 1
-    for p in range(len(topo.pools)):
-        sel = np.flatnonzero(again.pool == p)
-        if len(sel) == 0:
-            continue
-        runner, agent, machine, eph = assign(topo, p, again.shard[sel], rngs[5], names)
-        again.runner[sel], again.agent[sel], again.machine[sel] = runner, agent, machine
-        for i, name in zip(sel.tolist(), eph, strict=True):
-            again.eph_name[i] = name
+    place_retries(topo, catalog, jobs, ends, again, rngs[5], names)
     keep = np.flatnonzero(again.start < scenario.duration_s)
     again = again.take(keep)
     second = execute(scenario, catalog, topo, health, plan, commits, causes, again, len(jobs), rngs[6])
@@ -95,6 +90,29 @@ def _simulate(scenario: Scenario, seed: int) -> Fleet:
     )
 
 
+def _unconfirmable_dimensions(
+    scenario: Scenario, topo: Topology, plan: Plan, health: Health, draft: TruthDraft
+) -> None:
+    """With no agent reporting around the onset, the truth can only say `unknown`: nothing confirms it."""
+    lead = scenario.readings_lead_minutes * 60.0
+    for s in plan.sick:
+        kind, name = s.label.split(":", 2)[1:]
+        if (kind, name) not in draft.sick or s.dimension == "unknown":
+            continue
+        if s.level == "agent":
+            agents = np.array([s.where])
+        elif s.level == "machine":
+            agents = topo.machine_agents(s.where)
+        elif s.level == "pool":
+            agents = topo.pool_agents(s.where)
+        else:
+            ro = next(r for r in plan.rollouts if r.image == s.where)
+            agents = np.flatnonzero(np.isin(topo.agent_machine, ro.machines))
+        window = (health.t[agents] >= s.onset_s - lead) & (health.t[agents] < s.onset_s + 3600.0)
+        if not (health.alive[agents] & window).any():
+            draft.sick[(kind, name)] = ("unknown", draft.sick[(kind, name)][1])
+
+
 def _slow_disk_truth(
     scenario: Scenario, slow: list[tuple[str, int, float, float]], health: Health, draft: TruthDraft
 ) -> None:
@@ -102,5 +120,5 @@ def _slow_disk_truth(
     for runner, a, start, threshold in slow:
         below = np.flatnonzero((health.t[a] >= start) & (health.disk_ratio[a] < threshold) & health.valid[a])
         if len(below):
-            onset = float(health.t[a, below[0]])
-            draft.sick[("runner", runner)] = ("disk", scenario.start + timedelta(seconds=onset))
+            onset_ms = round(float(health.t[a, below[0]]) * 1000)
+            draft.sick[("runner", runner)] = ("disk", scenario.start + timedelta(milliseconds=onset_ms))

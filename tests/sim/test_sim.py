@@ -3,23 +3,36 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.sim import (
+    BadImage,
     BrokenTest,
     FlakyTest,
     Fleet,
+    HardShard,
+    Interaction,
+    Outage,
+    PeriodicPressure,
+    PlatformTest,
     PoolSpec,
+    ResourceSensitiveTest,
     Scenario,
+    SickMachine,
+    SickPool,
     SickRunner,
+    SilentAgent,
+    SlowDisk,
+    WarningRunner,
     build_catalog,
     simulate,
 )
@@ -30,6 +43,11 @@ FAILING = {"failed", "error"}
 
 def _t(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+def _iso(t: datetime) -> str:
+    """The simulator's own time format, so record times compare as strings (much faster than parsing)."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +107,28 @@ def test_different_seed_different_output() -> None:
     assert a.truth.sick == b.truth.sick  # the scenario decides the truth, the seed the noise
 
 
+@pytest.mark.slow
+def test_output_does_not_depend_on_the_hash_seed() -> None:
+    script = (
+        "import hashlib; from tests.sim import simulate; from tests.sim.scenarios import seed_story; "
+        "f = simulate(seed_story(), 8); "
+        "print(hashlib.sha256('\\n'.join(f.ndjson_lines()).encode()).hexdigest())"
+    )
+    root = Path(__file__).resolve().parents[2]
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": h},
+        ).stdout
+        for h in ("1", "2")
+    }
+    assert len(digests) == 1
+
+
 def test_catalog_does_not_depend_on_the_seed() -> None:
     a, b = simulate(seed_story(), 1), simulate(seed_story(), 2)
     assert {r["test_id"] for r in a.results} <= set(build_catalog(seed_story()).ids)
@@ -98,7 +138,7 @@ def test_catalog_does_not_depend_on_the_seed() -> None:
 # --- wire validity and order ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["seed_story", "quiet_fleet", "storm", "default"])
+@pytest.mark.parametrize("name", sorted(set(SCENARIOS) - {"kitchen_sink"}))
 def test_every_record_validates(name: str) -> None:
     fleet = simulate(SCENARIOS[name](), 1)
     fleet.validate()
@@ -261,7 +301,8 @@ def test_every_sick_entity_fails_more_after_onset(sink: Fleet) -> None:
     for (kind, name), onset in sink.truth.sick_onset.items():
         key = field[kind]
         pool = next(r["runner"]["pool"] for r in sink.results if r["runner"].get(key) == name)
-        late = [r for r in sink.results if _t(r["time"]) >= onset + timedelta(hours=1)]
+        cut = _iso(onset + timedelta(hours=1))
+        late = [r for r in sink.results if r["time"] >= cut]
         sick, n = _rate([r for r in late if r["runner"].get(key) == name])
         # Peers: the same pool (other pools for a pool), leaving out failures other sick entities caused.
         healthy = [r for r in late if r["runner"].get(key) != name and not causes[id(r)].startswith("sick:")]
@@ -363,16 +404,33 @@ def test_storm_two_sick_workers_and_an_outage(stormy: Fleet) -> None:
 
 
 def test_broken_test_fails_every_run_after_since(sink: Fleet) -> None:
-    (test_id,) = sink.truth.broken_tests
-    (since,) = [ev.since for ev in kitchen_sink().events if isinstance(ev, BrokenTest)]
-    assert isinstance(since, timedelta)
-    start = kitchen_sink().start
-    runs = [r for r in sink.results if r["test_id"] == test_id]
-    # Runs that started before the breaking commit landed may still finish after it, on the old commit.
-    late = [r for r in runs if _t(r["time"]) >= start + since + timedelta(hours=1)]
-    early = [r for r in runs if _t(r["time"]) < start + since]
-    assert late and all(r["outcome"] in FAILING for r in late)
-    assert early and sum(r["outcome"] in FAILING for r in early) < 0.2 * len(early)
+    scenario = kitchen_sink()
+    events = [ev for ev in scenario.events if isinstance(ev, BrokenTest)]
+    catalog = build_catalog(scenario)
+    assert sink.truth.broken_tests == {catalog.ids[catalog.index(ev.test)] for ev in events}
+    for ev in events:
+        test_id = catalog.ids[catalog.index(ev.test)]
+        assert isinstance(ev.since, timedelta)
+        since = scenario.start + ev.since
+        until = scenario.start + ev.until if isinstance(ev.until, timedelta) else scenario.end
+        runs = [r for r in sink.results if r["test_id"] == test_id]
+        # Runs that started before a commit landed may still finish after it, on the older commit.
+        inside = [r for r in runs if since + timedelta(hours=1) <= _t(r["time"]) < until]
+        outside = [r for r in runs if _t(r["time"]) < since or _t(r["time"]) >= until + timedelta(hours=1)]
+        assert inside and all(r["outcome"] in FAILING for r in inside)
+        assert outside and sum(r["outcome"] in FAILING for r in outside) < 0.2 * len(outside)
+
+
+def test_flaky_cluster_fails_together_across_runners(quiet: Fleet) -> None:
+    by_run: dict[tuple[str, int], set[str]] = defaultdict(set)
+    runners: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for r, c in zip(quiet.results, quiet.causes, strict=True):
+        if c == "flaky":
+            by_run[(r["run_id"], r["attempt"])].add(r["test_id"])
+            runners[(r["run_id"], r["attempt"])].add(r["runner"]["id"])
+    together = [k for k, tests in by_run.items() if len(tests) >= 3]
+    assert together  # a shared dependency breaks several tests in one run...
+    assert any(len(runners[k]) >= 3 for k in together)  # ...on several runners at once
 
 
 def test_platform_test_fails_only_on_its_pool(sink: Fleet) -> None:
@@ -446,6 +504,11 @@ def test_unknown_names_are_refused() -> None:
         simulate(Scenario(events=(SickRunner("linux-99", "disk", onset=timedelta(hours=1)),)), 1)
     with pytest.raises(ValueError, match="unknown test"):
         simulate(Scenario(events=(FlakyTest("tests/nope.py::test_x"),)), 1)
+    with pytest.raises(ValueError, match="fail_prob"):
+        bad = SickRunner("linux-01", "disk", onset=timedelta(hours=1), fail_prob=1.5)
+        simulate(Scenario(events=(bad,)), 1)
+    with pytest.raises(ValueError, match="dimension"):
+        simulate(Scenario(events=(WarningRunner("linux-01", "cpu"),)), 1)  # type: ignore[arg-type]
 
 
 def test_multi_runner_vms_and_label_routing() -> None:
@@ -462,32 +525,144 @@ def test_multi_runner_vms_and_label_routing() -> None:
         labels = r["runner"].get("labels", ())
         groups[r["test_id"]].update(label for label in labels if label.startswith("group-"))
     assert all(len(g) == 1 for g in groups.values())
+    # Runners on one VM share its disk, memory and clock.
+    totals: dict[str, set[int]] = defaultdict(set)
+    for rep in fleet.reports:
+        mem = _readings(rep)["memory"]
+        if mem["status"] != "unknown":
+            totals[rep["runner"]["machine"]].add(mem["total_bytes"])
+    assert all(len(t) == 1 for t in totals.values())
 
 
 def test_cli_writes_ndjson_and_truth(tmp_path: Path) -> None:
     out, truth = tmp_path / "fleet.ndjson", tmp_path / "truth.json"
+    causes = tmp_path / "causes.txt"
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "tests.sim",
             "--scenario",
-            "storm",
+            "bad_rollout",
             "--seed",
             "2",
             "--out",
             str(out),
             "--truth",
             str(truth),
+            "--causes",
+            str(causes),
         ],
         capture_output=True,
         text=True,
         check=True,
         cwd=Path(__file__).resolve().parents[2],
     )
-    assert "storm seed 2" in proc.stderr
+    assert "bad_rollout seed 2" in proc.stderr
     lines = out.read_text().splitlines()
     assert json.loads(lines[0])
     assert any(json.loads(line).get("kind") == "report" for line in lines[:200])
     data = json.loads(truth.read_text())
-    assert {s["entity"] for s in data["sick"]} == {"workers-01", "workers-02"}
+    assert [(s["kind"], s["entity"]) for s in data["sick"]] == [("image", "ubuntu-22.04-20260915")]
+    cause_lines = causes.read_text().splitlines()
+    results = [x for x in map(json.loads, lines) if x.get("kind") != "report"]
+    assert len(cause_lines) == len(results)
+    sick_causes = {c for c in cause_lines if c.startswith("sick:")}
+    assert sick_causes == {"sick:image:ubuntu-22.04-20260915"}
+
+
+def test_silent_agents_send_nothing_and_hide_the_dimension(sink: Fleet) -> None:
+    assert sink.truth.silent_agents == {"linux-15", "linux-16"}
+    assert sink.truth.sick_dimension[("runner", "linux-15")] == "unknown"
+    start = kitchen_sink().start
+    gap = [
+        r
+        for r in sink.reports
+        if r["agent_id"] == "linux-16"
+        and start + timedelta(hours=10) <= _t(r["observed_at"]) < start + timedelta(hours=16)
+    ]
+    assert not gap
+    assert any(
+        r["agent_id"] == "linux-16" and _t(r["observed_at"]) >= start + timedelta(hours=16)
+        for r in sink.reports
+    )
+    assert not any(r["runner"]["pool"] == "arm" for r in sink.reports)  # a pool without agents
+
+
+def test_hard_shard_fails_its_tests_everywhere_not_its_runner(sink: Fleet) -> None:
+    assert sink.truth.hard_shards == {("linux", "4")}
+    assert ("runner", "linux-05") not in sink.truth.sick
+    linux = [r for r in sink.results if r["runner"]["pool"] == "linux"]
+    hard = {r["test_id"] for r in linux if r["runner"]["shard"] == "4"}
+    # Background only: leave out what the other injected causes broke.
+    background = [r for r, c in zip(sink.results, sink.causes, strict=True) if c in ("", "base", "abort")]
+    on_runner, _ = _rate([r for r in background if r["runner"]["id"] == "linux-05"])
+    peers, _ = _rate(
+        [r for r in background if r["runner"]["pool"] == "linux" and r["runner"]["id"] != "linux-05"]
+    )
+    assert on_runner > 5 * peers  # the red herring: under static sharding linux-05 looks bad
+    elsewhere, n = _rate([r for r in background if r["test_id"] in hard and r["runner"]["pool"] == "mac"])
+    assert n > 300 and elsewhere > 0.01  # but the same tests fail elsewhere too
+
+
+def test_unusual_combinations_generate_valid_records() -> None:
+    def h(x: float) -> timedelta:
+        return timedelta(hours=x)
+
+    scenario = Scenario(
+        pools=(
+            PoolSpec("eph", 6, ephemeral=True, hosts=2, shards=3, caches=()),
+            PoolSpec("vm", 4, runners_per_machine=2, images=("a", "b")),
+            PoolSpec("small", 2, sharding="static", suites=("unit",)),
+        ),
+        n_tests=60,
+        suites=("unit", "api", "weird"),
+        duration_days=0.5,
+        events=(
+            SickMachine("eph-host-01", "clock", onset=h(2)),
+            Interaction(3, "eph-host-02"),
+            WarningRunner("vm-01", "clock"),
+            ResourceSensitiveTest(4, "clock"),
+            PeriodicPressure("vm-03", "disk", period_hours=2),
+            ResourceSensitiveTest(5, "disk"),
+            SickPool("small", "cache", onset=h(3)),
+            BadImage("c", "vm", onset=h(4), dimension="cache", fraction_of_pool=0.5),
+            SickRunner("vm-02", "memory", onset=h(100)),  # after the end: not in the truth
+            Outage(start=h(11), minutes=120),
+            SlowDisk("vm-04", start=h(0), days=0.3),
+            BrokenTest(7, since=h(0)),
+            PlatformTest(8, "small"),
+            HardShard("small", 1),
+            SilentAgent("eph-host-02"),
+        ),
+    )
+    fleet = simulate(scenario, 3)
+    fleet.validate()
+    assert fleet.truth.sick == {
+        ("machine", "eph-host-01"),
+        ("runner", "vm-04"),
+        ("pool", "small"),
+        ("image", "c"),
+    }
+    assert fleet.truth.sick_dimension[("image", "c")] == "cache"
+    assert fleet.truth.sick_onset[("runner", "vm-04")] > scenario.start + h(1)
+    assert {r["runner"]["image"] for r in fleet.results if r["runner"]["pool"] == "vm"} == {"a", "b", "c"}
+    assert not any(r["agent_id"] == "eph-host-02" for r in fleet.reports)
+    assert all(len(_readings(r)) == 3 for r in fleet.reports if r["runner"]["pool"] == "eph")  # no caches
+
+
+@pytest.mark.parametrize("name", ["quiet_fleet", "red_herrings"])
+def test_nothing_sick_in_the_false_positive_scenarios(name: str) -> None:
+    fleet = simulate(SCENARIOS[name](), 6)
+    assert not fleet.truth.sick and not fleet.truth.outages
+    assert not any(c.startswith(("sick:", "outage")) for c in fleet.causes)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [("slow_drift", "runner"), ("bad_rollout", "image"), ("ephemeral_host", "machine")]
+)
+def test_focused_scenarios_have_one_sick_entity(name: str, kind: str) -> None:
+    fleet = simulate(SCENARIOS[name](), 6)
+    ((got, entity),) = fleet.truth.sick
+    assert got == kind
+    assert sum(c == f"sick:{kind}:{entity}" for c in fleet.causes) > 50

@@ -19,6 +19,9 @@ class Truth:
     resource_sensitive_tests: frozenset[str]
     warning_runners: frozenset[str]  # bad-looking readings, no failure excess (red herrings)
     interaction: frozenset[tuple[str, str]]  # (test_id, runner_id)
+    # Extras beyond the brief, defaulted so older constructions keep working:
+    hard_shards: frozenset[tuple[str, str]] = frozenset()  # (pool, shard): hard tests, not a sick runner
+    silent_agents: frozenset[str] = frozenset()  # agents that sent no reports for a while (no evidence)
 
     def to_json(self) -> dict[str, Any]:
         def iso(t: datetime) -> str:
@@ -41,6 +44,8 @@ class Truth:
             "resource_sensitive_tests": sorted(self.resource_sensitive_tests),
             "warning_runners": sorted(self.warning_runners),
             "interaction": [{"test_id": t, "runner": r} for t, r in sorted(self.interaction)],
+            "hard_shards": [{"pool": p, "shard": s} for p, s in sorted(self.hard_shards)],
+            "silent_agents": sorted(self.silent_agents),
         }
 
 
@@ -54,6 +59,8 @@ class TruthDraft:
     resource_sensitive_tests: set[str] = field(default_factory=set)
     warning_runners: set[str] = field(default_factory=set)
     interaction: set[tuple[str, str]] = field(default_factory=set)
+    hard_shards: set[tuple[str, str]] = field(default_factory=set)
+    silent_agents: set[str] = field(default_factory=set)
 
     def freeze(self) -> Truth:
         sick_names = {name for _, name in self.sick}
@@ -68,4 +75,6 @@ class TruthDraft:
             resource_sensitive_tests=frozenset(self.resource_sensitive_tests),
             warning_runners=frozenset(self.warning_runners - sick_names),
             interaction=frozenset(self.interaction),
+            hard_shards=frozenset(self.hard_shards),
+            silent_agents=frozenset(self.silent_agents),
         )
