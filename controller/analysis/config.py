@@ -34,6 +34,7 @@ class AnalysisConfig(BaseModel):
     outage_min_share: float = Field(default=0.5, description="share of active runners that must be failing")
     outage_min_runners: int = 3
     outage_p: float = 1e-6
+    outage_pad_bins: int = 2
 
     # Evidence thresholds (from what operators already trust: Jenkins, etcd, Swarming).
     disk_min_free_bytes: int = 1 << 30
@@ -43,6 +44,12 @@ class AnalysisConfig(BaseModel):
     memory_max_psi_full_avg10: float = 10.0
     memory_max_psi_some_avg10: float = 50.0
     clock_max_offset_s: float = 1.0
+    # Pressure: milder levels that make a runner a warning and a test resource-sensitive, never sick.
+    disk_warn_free_bytes: int = 2 << 30
+    disk_warn_free_ratio: float = 0.10
+    memory_warn_available_ratio: float = 0.15
+    memory_warn_psi_some_avg10: float = 20.0
+    memory_warn_psi_full_avg10: float = 5.0
     reading_stale_s: int = Field(default=1800, description="a reading speaks for at most this long")
     evidence_lookback_s: int = 6 * 3600
     evidence_min_coverage: float = Field(

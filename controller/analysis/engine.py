@@ -112,7 +112,7 @@ def _resource_pressure(frame: Frame, badness: Badness, config: AnalysisConfig) -
         rows = np.flatnonzero(frame.r_check == badness.check_of[dimension])
         if rows.size:
             pressure |= nearest_bad(
-                frame, rows, badness.bad[dimension][rows], frame.cols["runner"], frame.time_ms, config
+                frame, rows, badness.pressure[dimension][rows], frame.cols["runner"], frame.time_ms, config
             )
     return pressure
 

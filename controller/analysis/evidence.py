@@ -24,7 +24,8 @@ class Badness:
     """Per reading row: which dimension it shows as bad (only meaningful for its own check)."""
 
     bad: dict[str, np.ndarray]
-    check_of: dict[str, int]  # dimension -> check code (or -1 when never reported)
+    pressure: dict[str, np.ndarray]  # milder: warning-level disk and memory readings
+    check_of: dict[str, int]  # dimension -> check code (or -2 when never reported)
 
 
 def judge_readings(frame: Frame, config: AnalysisConfig) -> Badness:
@@ -60,7 +61,23 @@ def judge_readings(frame: Frame, config: AnalysisConfig) -> Badness:
         "clock": clock | (bare["clock"] & (v["problem"] > 0)),
         "cache": _cache_mismatch(frame, n),
     }
-    return Badness(bad={d: bad[d] & is_check[d] for d in DIMENSIONS}, check_of=check_code)
+    with np.errstate(invalid="ignore"):
+        pressure = {
+            "disk": bad["disk"]
+            | (v["disk_free_ratio"] < config.disk_warn_free_ratio)
+            | (v["disk_free_bytes"] < config.disk_warn_free_bytes),
+            "memory": bad["memory"]
+            | (v["mem_available_ratio"] < config.memory_warn_available_ratio)
+            | (v["psi_some_avg10"] > config.memory_warn_psi_some_avg10)
+            | (v["psi_full_avg10"] > config.memory_warn_psi_full_avg10),
+            "clock": bad["clock"],
+            "cache": bad["cache"],
+        }
+    return Badness(
+        bad={d: bad[d] & is_check[d] for d in DIMENSIONS},
+        pressure={d: pressure[d] & is_check[d] for d in DIMENSIONS},
+        check_of=check_code,
+    )
 
 
 def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
@@ -180,7 +197,7 @@ def nearest_bad(
 
 
 def latest_bad(frame: Frame, badness: Badness, as_of_ms: int, config: AnalysisConfig) -> dict[int, list[str]]:
-    """Per runner code: the dimensions its most recent readings (as of `as_of`) show as bad."""
+    """Per runner code: the dimensions its most recent readings (as of `as_of`) show under pressure."""
     result: dict[int, list[str]] = {}
     recent = frame.r_time_ms <= as_of_ms
     for dimension in DIMENSIONS:
@@ -192,6 +209,6 @@ def latest_bad(frame: Frame, badness: Badness, as_of_ms: int, config: AnalysisCo
         last = np.concatenate([runners[1:] != runners[:-1], [True]])
         for row in order[last]:
             fresh = as_of_ms - frame.r_time_ms[row] <= max(config.reading_stale_s * 1000 * 4, 3_600_000)
-            if fresh and badness.bad[dimension][row]:
+            if fresh and badness.pressure[dimension][row]:
                 result.setdefault(int(frame.r_runner[row]), []).append(dimension)
     return result

@@ -174,7 +174,7 @@ def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) 
         if since is not None:
             failing[int(pool)] = int(frame.time_ms[sub[since]])
     if not failing:
-        return None
+        return _was_broken(frame, keep, config)
     start = min(failing.values())
     passing = []
     for pool in np.unique(pools):
@@ -190,6 +190,26 @@ def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) 
     if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails every run since {iso(start)} (pools: {names})"
     return None
+
+
+def _was_broken(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:
+    """A stretch where every run failed, on several runners, that has since been fixed: a broken commit
+    and its revert, not flakiness. Twice the usual length, so a very flaky test's unlucky streak is not
+    taken for one."""
+    fail = frame.fail[keep]
+    if fail.size == 0:
+        return None
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], fail.astype(np.int8), [0]])))
+    starts, stops = edges[::2], edges[1::2]
+    lengths = stops - starts
+    longest = int(np.argmax(lengths))
+    if lengths[longest] < 2 * config.broken_min_runs:
+        return None
+    run = keep[starts[longest] : stops[longest]]
+    if np.unique(frame.cols["runner"][run]).size < 2:
+        return None
+    first, last = iso(int(frame.time_ms[run[0]])), iso(int(frame.time_ms[run[-1]]))
+    return "broken", f"failed every run from {first} to {last} ({lengths[longest]} runs), passing again since"
 
 
 def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:

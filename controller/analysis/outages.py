@@ -36,9 +36,8 @@ def find_outages(
 ) -> list[Outage]:
     """Outage spans among the rows selected by the boolean mask `rows`.
 
-    A bin is an outage when the fleet fails far beyond its tests' usual rates *and* beyond the fleet's
-    own rate just before and after (a burst, not a sustained sickness), on most active hosts. Hosts,
-    not runner ids: a sick host with fifty ephemeral runners is one host.
+    A bin is an outage when the fleet fails far beyond its tests' usual rates and most active hosts
+    burst at once. Hosts, not runner ids: a sick host with fifty ephemeral runners is one host.
     """
     idx = np.flatnonzero(rows)
     if idx.size == 0:
@@ -60,23 +59,26 @@ def find_outages(
     executions = np.bincount(inverse).astype(float)
     expect = np.bincount(inverse, weights=expected)
 
-    # The fleet's own rate before and after each bin (15 min to 2 h away): an outage is a burst that
-    # stands out from both; the onset of a sustained sickness has no "normal after" and is not one.
-    around_rate = np.maximum(
-        _rate_between(bins, observed, executions, -2 * radius, -3),
-        _rate_between(bins, observed, executions, 3, 2 * radius),
-    )
-
-    # Per host within each bin: is this host failing well beyond its own expectation?
+    # Per host within each bin: is it failing well beyond its tests' usual rates *and* beyond its own
+    # rate just before and after (15 min to 2 h away)? An outage is a burst on most hosts at once; the
+    # onset of a sustained sickness has no "normal after", and a host already sick bursts only if it
+    # gets worse still.
     key = combine(inverse.astype(np.int64), host)
     unique_hosts, hinv = np.unique(key, return_inverse=True)
     h_obs = np.bincount(hinv, weights=f)
     h_exp = np.bincount(hinv, weights=expected)
-    h_n = np.bincount(hinv)
+    h_n = np.bincount(hinv).astype(float)
     h_bin = np.zeros(unique_hosts.size, np.int64)
     h_bin[hinv] = inverse
+    h_host = np.zeros(unique_hosts.size, np.int64)
+    h_host[hinv] = host
+    h_around = _host_rate_around(bins[h_bin], h_host, h_obs, h_n, radius)
     active_hosts = h_n >= 3
-    elevated = (h_obs >= np.maximum(2, config.outage_min_ratio * h_exp)) & active_hosts
+    elevated = (
+        (h_obs >= np.maximum(2, config.outage_min_ratio * h_exp))
+        & (h_obs >= 2 * h_around * h_n)
+        & active_hosts
+    )
     active = np.bincount(h_bin, weights=active_hosts.astype(float), minlength=bins.size)
     failing = np.bincount(h_bin, weights=elevated.astype(float), minlength=bins.size)
 
@@ -86,7 +88,6 @@ def find_outages(
     p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
     flagged = (
         (observed >= config.outage_min_ratio * expect)
-        & (observed >= config.outage_min_ratio * around_rate * executions)
         & (p < config.outage_p)
         & (failing >= config.outage_min_runners)
         & (failing >= config.outage_min_share * np.maximum(active, 1))
@@ -94,25 +95,37 @@ def find_outages(
     )
     # An outage's edges are weaker than its core: grow each core over neighbouring bins that are
     # still clearly elevated on more than one host.
-    edge = (observed >= 2 * expect) & (p < 0.01) & (failing >= 2)
-    for _ in range(3):
+    edge = (observed >= 1.5 * expect) & (p < 0.05) & (failing >= 1)
+    for _ in range(4):
         grown = flagged.copy()
         grown[1:] |= flagged[:-1] & edge[1:] & (np.diff(bins) <= 2)
         grown[:-1] |= flagged[1:] & edge[:-1] & (np.diff(bins) <= 2)
         flagged = grown
+    # A lull of one bin inside a burst is still the burst.
+    holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
+    flagged[1:-1] |= holes
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
 
-def _rate_between(
-    bins: np.ndarray, observed: np.ndarray, executions: np.ndarray, lo: int, hi: int
+def _host_rate_around(
+    bin_of: np.ndarray, host: np.ndarray, observed: np.ndarray, executions: np.ndarray, radius: int
 ) -> np.ndarray:
-    """Fleet failure rate over the bins from `lo` to `hi` bins away; 0 where there is too little data."""
-    cum_o = np.concatenate([[0.0], np.cumsum(observed)])
-    cum_n = np.concatenate([[0.0], np.cumsum(executions)])
-    start = np.searchsorted(bins, bins + lo, side="left")
-    stop = np.searchsorted(bins, bins + hi, side="right")
-    o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
-    return np.where(n >= 50, (o + 1) / (n + 2), 0.0)
+    """Each (host, bin)'s own failure rate before and after it (3 to 2·radius bins away), the larger of
+    the two; 0 where the host has too little data there."""
+    order = np.lexsort((bin_of, host))
+    h, b = host[order].astype(np.int64), bin_of[order].astype(np.int64)
+    key = h * (int(b.max()) + 4 * radius + 10) + b
+    cum_o = np.concatenate([[0.0], np.cumsum(observed[order])])
+    cum_n = np.concatenate([[0.0], np.cumsum(executions[order])])
+    rates = []
+    for lo, hi in ((-2 * radius, -3), (3, 2 * radius)):
+        start = np.searchsorted(key, key + lo, side="left")
+        stop = np.searchsorted(key, key + hi, side="right")
+        o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
+        rates.append(np.where(n >= 10, (o + 1) / (n + 2), 0.0))
+    around = np.empty(order.size)
+    around[order] = np.maximum(rates[0], rates[1])
+    return around
 
 
 def _spans(
@@ -135,10 +148,12 @@ def _spans(
             stop = i  # exclusive
             if (bins[stop - 1] - bins[start] + 1) * config.outage_bin_s <= config.outage_max_s:
                 sl = slice(start, stop)
+                # Results carry their own times, not the moment the outage hit them: pad the edges.
+                pad = config.outage_pad_bins * width
                 spans.append(
                     Outage(
-                        start_ms=int(bins[start]) * width,
-                        end_ms=int(bins[stop - 1] + 1) * width,
+                        start_ms=int(bins[start]) * width - pad,
+                        end_ms=int(bins[stop - 1] + 1) * width + pad,
                         scope=scope,
                         failures=int(observed[sl].sum()),
                         executions=int(executions[sl].sum()),

@@ -5,13 +5,14 @@ kept on the incident."""
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 import numpy as np
 
 from common.timeutil import iso
 from controller.analysis.attribution import Cluster
-from controller.analysis.clusters import exact_p
+from controller.analysis.clusters import exact_p, max_segment
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.evidence import Badness, Finding, examine
 from controller.analysis.frame import Frame
@@ -40,7 +41,7 @@ def build_incident(
     rows = seg.rows
     fail = frame.fail
     failed = rows[fail[rows]]
-    onset = int(frame.time_ms[failed].min())
+    onset = _onset(frame, rows, cluster.expected, bins, seg.ratio, config)
     last_failure = int(frame.time_ms[failed].max())
     end_ms = int((seg.last_bin + 1) * config.bin_s * 1000)
     entity_name = frame.name(level.name, seg.entity) or "?"
@@ -102,6 +103,26 @@ def build_incident(
         "tests": _top_tests(frame, failed),
         "affected_jobs": _jobs(frame, failed),
     }
+
+
+def _onset(
+    frame: Frame,
+    rows: np.ndarray,
+    expected: np.ndarray,
+    bins: np.ndarray,
+    ratio: float,
+    config: AnalysisConfig,
+) -> int:
+    """When the excess began: the stretch scanned again at the rate actually seen, so a stray failure
+    hours before the real onset — followed by clean runs a sick runner would not have — is left out."""
+    unique, inverse = np.unique(bins[rows], return_inverse=True)
+    obs = np.bincount(inverse, weights=frame.fail[rows].astype(float))
+    exp = np.bincount(inverse, weights=expected[rows])
+    r = max(config.alternative_ratio, ratio / 2)
+    found = max_segment(obs * math.log(r) - (r - 1) * exp)
+    first_bin = unique[found[0]] if found else unique[0]
+    failed = rows[frame.fail[rows] & (bins[rows] >= first_bin)]
+    return int(frame.time_ms[failed].min())
 
 
 def _decided_at(frame: Frame, rows: np.ndarray, expected: np.ndarray, penalty: int, cutoff: float) -> int:

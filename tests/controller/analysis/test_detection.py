@@ -12,7 +12,16 @@ from controller.analysis.engine import Analysis, analyse
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.scenarios import kitchen_sink, quiet_fleet, seed_story, storm
+from tests.sim.scenarios import (
+    bad_rollout,
+    ephemeral_host,
+    kitchen_sink,
+    quiet_fleet,
+    red_herrings,
+    seed_story,
+    slow_drift,
+    storm,
+)
 
 
 def judged(
@@ -81,7 +90,13 @@ def test_kitchen_sink_outage_found_and_no_entity_blamed_for_it(sink: tuple[Fleet
     ((true_start, true_end),) = fleet.truth.outages
     assert len(analysis.outages) == 1
     found = analysis.outages[0]
-    assert to_ms(true_start) <= to_ms_text(found["start"]) < to_ms_text(found["end"]) <= to_ms(true_end)
+    start, end = to_ms_text(found["start"]), to_ms_text(found["end"])
+    assert start < to_ms(true_end) and end > to_ms(true_start), "the outage found overlaps the real one"
+    assert end - start <= 2 * (to_ms(true_end) - to_ms(true_start))
+    assert not any(
+        i["onset"] and to_ms_text(i["onset"]) < end and to_ms_text(i["last_failure"]) < end
+        for i in analysis.incidents
+    )
 
 
 def test_kitchen_sink_red_herrings_are_warnings_not_verdicts(sink: tuple[Fleet, Analysis]) -> None:
@@ -99,6 +114,24 @@ def test_a_quiet_fleet_has_no_incident_and_no_outage() -> None:
     analysis = analyse(frame_of(simulate(quiet_fleet(), seed=3)))
     assert analysis.incidents == []
     assert analysis.outages == []
+
+
+def test_slow_drift_bad_rollout_and_ephemeral_host() -> None:
+    for scenario in (slow_drift(), bad_rollout(), ephemeral_host()):
+        fleet = simulate(scenario, seed=1)
+        analysis = analyse(frame_of(fleet))
+        found = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
+        assert found == dict(fleet.truth.sick_dimension), scenario
+
+
+def test_red_herrings_judge_nothing_sick() -> None:
+    fleet = simulate(red_herrings(), seed=1)
+    analysis = analyse(frame_of(fleet))
+    assert analysis.incidents == []
+    for runner in fleet.truth.warning_runners:
+        assert analysis.health.get(runner, {"health": "healthy"})["health"] in ("healthy", "warning")
+    resource = {t["test_id"] for t in analysis.tests if t["verdict"] == "resource-sensitive"}
+    assert resource == set(fleet.truth.resource_sensitive_tests)
 
 
 def test_storm_two_sick_workers_are_two_problems_not_a_sick_image() -> None:

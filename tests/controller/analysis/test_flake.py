@@ -49,8 +49,8 @@ def test_the_sick_runners_tests_get_no_flake_points(story: tuple[Fleet, Analysis
     assert len(victims) >= 12
     scores = analysis.tests_by_id()
     naive = naive_flaky(fleet)
+    assert len(victims & naive) >= 12, "the naive scorer charges the sick runner's failures to the tests"
     for test_id in victims:
-        assert test_id in naive, "the naive scorer charges the sick runner's failures to the test"
         assert scores[test_id]["verdict"] == "healthy"
         assert scores[test_id]["discounted_failures"] >= 1
         assert list(scores[test_id]["discounted_by"]) == [analysis.incidents[0]["id"]]
