@@ -1,9 +1,8 @@
-"""Ingest over real HTTP into a real controller process on a real SQLite file."""
+"""Ingest over real HTTP into a real controller process on a real database (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import pytest
@@ -65,9 +64,7 @@ def report(seq: int, runner: str = "linux-03", **extra: Any) -> dict[str, Any]:
 
 
 def count(controller: Controller, table: str) -> int:
-    path = controller.db.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    return controller.count(table)
 
 
 def test_results_are_stored_once_and_read_back(controller: Controller) -> None:
@@ -158,10 +155,12 @@ def test_bad_ndjson_line_is_named(shared_controller: Controller) -> None:
     assert count(controller, "results") == before
 
 
-def test_oversized_body_is_refused_unread(tmp_path: Any) -> None:
+def test_oversized_body_is_refused_unread(tmp_path: Any, database_url: str) -> None:
     from tests.servers import running_controller
 
-    with running_controller(tmp_path, env={"RUNNER_CONTROLLER_MAX_BODY_BYTES": "4096"}) as small:
+    with running_controller(
+        tmp_path, database_url, env={"RUNNER_CONTROLLER_MAX_BODY_BYTES": "4096"}
+    ) as small:
         body = json.dumps([result(test_id=f"t{i}") for i in range(100)])
         response = small.post("/v1/results", data=body, headers={"Content-Type": "application/json"})
         assert response.status_code == 413
