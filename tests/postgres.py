@@ -7,6 +7,7 @@ directory it owns; as anyone else it runs as that user.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import secrets
 import shutil
@@ -38,6 +39,8 @@ def postgres_bin() -> Path | None:
 
 
 def missing_reason() -> str | None:
+    if importlib.util.find_spec("psycopg") is None:
+        return "psycopg is not installed (pip install -e '.[test]')"
     if postgres_bin() is None:
         return (
             "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin "
