@@ -41,6 +41,8 @@ def postgres_bin() -> Path | None:
 def missing_reason() -> str | None:
     if importlib.util.find_spec("psycopg") is None:
         return "psycopg is not installed (pip install -e '.[test]')"
+    if postgres_bin() is None and os.environ.get(BIN_ENV):
+        return f"{BIN_ENV}={os.environ[BIN_ENV]} holds no initdb and pg_ctl"
     if postgres_bin() is None:
         return (
             "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin "
