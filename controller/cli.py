@@ -5,9 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from common.auth import Role
 from controller.db.engine import default_url, make_engine, normalise_url
@@ -34,6 +38,23 @@ def _fail(message: str) -> None:
     raise typer.Exit(1)
 
 
+def _shown(db: str | None, url: str) -> str:
+    """The database as the operator named it, minus any password (errors end up in logs)."""
+    if db and "://" not in db:
+        return db
+    return make_url(db or url).render_as_string(hide_password=True)
+
+
+@contextmanager
+def _reachable(db: str | None, url: str) -> Iterator[None]:
+    """An unreachable server or unopenable file is one `error:` line, not a traceback."""
+    try:
+        yield
+    except OperationalError as error:
+        reason = str(error.orig or error).strip().splitlines()[0]
+        _fail(f"cannot open database {_shown(db, url)}: {reason} (check --db, and that the server is up)")
+
+
 @app.command()
 def serve(
     db: DbOption = None,
@@ -50,7 +71,8 @@ def serve(
     url = _url(db)
     engine = make_engine(url)
     try:
-        ensure_current(engine, db or url)
+        with _reachable(db, url):
+            ensure_current(engine, _shown(db, url))
     except SchemaMismatch as error:
         _fail(str(error))
     logging.basicConfig(
@@ -66,9 +88,10 @@ def migrate_command(db: DbOption = None) -> None:
     """Apply the database migrations up to this version's schema."""
     url = _url(db)
     engine = make_engine(url)
-    before = state(engine)
-    migrate(engine)
-    after = state(engine)
+    with _reachable(db, url):
+        before = state(engine)
+        migrate(engine)
+        after = state(engine)
     if before.current == after.current:
         typer.echo(f"database already at {after.current}")
     else:
@@ -88,11 +111,12 @@ def token_create(
     url = _url(db)
     engine = make_engine(url)
     try:
-        ensure_current(engine, db or url)
+        with _reachable(db, url):
+            ensure_current(engine, _shown(db, url))
     except SchemaMismatch as error:
         _fail(str(error))
     try:
-        with engine.begin() as conn:
+        with _reachable(db, url), engine.begin() as conn:
             token = create_token(conn, role, name or f"{role.value}-token", runner, int(time.time() * 1000))
     except ValueError as error:
         _fail(str(error))

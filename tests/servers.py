@@ -15,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.pool import NullPool
+
+from common.auth import Role
+from controller.db.engine import normalise_url
+from controller.db.schema import migrate
+from controller.tokens import create_token
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,12 +41,39 @@ def runnerctl_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "runnerctl.main", *args]
 
 
+@contextmanager
+def database(db: str) -> Iterator[Connection]:
+    """A connection to a controller's database, SQLite or PostgreSQL, in a transaction.
+
+    No pool: a test must not hold connections that outlive it (PostgreSQL's DROP DATABASE, a
+    SQLite file a killed controller left behind).
+    """
+    engine = create_engine(normalise_url(db), poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def count_rows(db: str, table: str) -> int:
+    with database(db) as conn:
+        return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def migrate_db(db: str) -> None:
+    # In this process, not through `runner-controller migrate` (tests/controller/db covers the CLI):
+    # a fresh interpreter per controller costs seconds, paid twice now that each runs on two databases.
+    engine = create_engine(normalise_url(db), poolclass=NullPool)
+    try:
+        migrate(engine)
+    finally:
+        engine.dispose()
+
+
 def make_token(db: str, role: str, runner: str | None = None) -> str:
-    cmd = controller_cmd("token", "create", "--role", role, "--db", db)
-    if runner:
-        cmd += ["--runner", runner]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO, timeout=60)
-    return done.stdout.strip()
+    with database(db) as conn:
+        return create_token(conn, Role(role), f"{role}-token", runner, int(time.time() * 1000))
 
 
 @dataclass
@@ -63,6 +98,9 @@ class Controller:
 
     def token(self, role: str, runner: str | None = None) -> str:
         return make_token(self.db, role, runner)
+
+    def count(self, table: str) -> int:
+        return count_rows(self.db, table)
 
     def start(self) -> None:
         env = os.environ | {"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0.5"} | self.env
@@ -102,10 +140,9 @@ class Controller:
 def running_controller(
     tmp: Path, db: str | None = None, env: dict[str, str] | None = None
 ) -> Iterator[Controller]:
+    """A migrated database (a SQLite file in tmp unless db names one) served on a free port."""
     db = db or f"sqlite:///{tmp / 'controller.db'}"
-    subprocess.run(
-        controller_cmd("migrate", "--db", db), check=True, cwd=REPO, capture_output=True, timeout=60
-    )
+    migrate_db(db)
     port = free_port()
     controller = Controller(
         url=f"http://127.0.0.1:{port}",

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from common.reports import AgentReport
 from common.timeutil import to_ms
 from controller.db import tables
+from controller.db.appends import serialise_appends
 from controller.db.upsert import insert_one_returning_id, upsert_runners
 from controller.ingest.results import identity_row
 
@@ -34,6 +35,8 @@ def store_reports(conn: Connection, batch: Sequence[AgentReport], now_ms: int) -
             continue
         seen.add(key)
         fresh.append(report)
+    if fresh:
+        serialise_appends(conn, tables.readings)
     for report in fresh:
         if _insert_report(conn, report, now_ms):
             outcome.new.append(report.seq)

@@ -18,6 +18,7 @@ from common.identity import RunnerIdentity
 from common.results import TestResult
 from common.timeutil import to_ms
 from controller.db import tables
+from controller.db.appends import serialise_appends
 from controller.db.upsert import insert_ignore_rows, upsert_runners
 
 
@@ -54,6 +55,7 @@ def store_results(conn: Connection, batch: Sequence[TestResult], now_ms: int) ->
         seen = latest.get(result.runner.id)
         if seen is None or time_ms >= seen[0]:
             latest[result.runner.id] = (time_ms, result.runner)
+    serialise_appends(conn, tables.results)
     new = insert_ignore_rows(conn, tables.results, _COLUMNS, list(rows.values()), "dedup_key")
     if new:
         upsert_runners(conn, _runner_updates(latest, rows.values()))

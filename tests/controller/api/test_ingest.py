@@ -1,14 +1,19 @@
-"""Ingest over real HTTP into a real controller process on a real SQLite file."""
+"""Ingest over real HTTP into a real controller process on a real database (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import itertools
 import json
-import sqlite3
+import signal
+import threading
 from typing import Any
 
 import pytest
+import requests
+from sqlalchemy import select
 
-from tests.servers import Controller
+from controller.db import tables
+from tests.servers import Controller, database
 
 
 def result(
@@ -65,9 +70,7 @@ def report(seq: int, runner: str = "linux-03", **extra: Any) -> dict[str, Any]:
 
 
 def count(controller: Controller, table: str) -> int:
-    path = controller.db.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    return controller.count(table)
 
 
 def test_results_are_stored_once_and_read_back(controller: Controller) -> None:
@@ -158,10 +161,12 @@ def test_bad_ndjson_line_is_named(shared_controller: Controller) -> None:
     assert count(controller, "results") == before
 
 
-def test_oversized_body_is_refused_unread(tmp_path: Any) -> None:
+def test_oversized_body_is_refused_unread(tmp_path: Any, database_url: str) -> None:
     from tests.servers import running_controller
 
-    with running_controller(tmp_path, env={"RUNNER_CONTROLLER_MAX_BODY_BYTES": "4096"}) as small:
+    with running_controller(
+        tmp_path, database_url, env={"RUNNER_CONTROLLER_MAX_BODY_BYTES": "4096"}
+    ) as small:
         body = json.dumps([result(test_id=f"t{i}") for i in range(100)])
         response = small.post("/v1/results", data=body, headers={"Content-Type": "application/json"})
         assert response.status_code == 413
@@ -188,8 +193,6 @@ def test_bad_report_names_the_field(shared_controller: Controller) -> None:
 
 
 def test_auth_roles(controller: Controller) -> None:
-    import requests
-
     missing = requests.post(controller.url + "/v1/results", json=[result()], timeout=30)
     assert missing.status_code == 401
     assert missing.headers["WWW-Authenticate"] == "Bearer"
@@ -212,16 +215,35 @@ def test_auth_roles(controller: Controller) -> None:
     assert count(controller, "reports") == 1
 
 
-def test_restart_loses_nothing_acknowledged(controller: Controller) -> None:
-    import signal
+def test_kill_during_ingest_loses_nothing_acknowledged(controller: Controller) -> None:
+    """SIGKILL while batches are in flight: every acknowledged batch is stored, none half-written."""
+    size, acked, refused = 500, [], []
+    enough = threading.Event()
 
-    for start in range(0, 3000, 1000):
-        batch = [result(test_id=f"t{i}") for i in range(start, start + 1000)]
-        assert controller.post("/v1/results", json=batch).json()["new"] == 1000
+    def post_until_killed() -> None:
+        for start in itertools.count(0, size):
+            batch = [result(test_id=f"t{i}") for i in range(start, start + size)]
+            try:
+                response = controller.post("/v1/results", json=batch)
+            except requests.RequestException:
+                return  # killed mid-request: not acknowledged, so the sender would retry it
+            (acked if response.status_code == 200 else refused).append(start)
+            if len(acked) >= 4:
+                enough.set()
+
+    poster = threading.Thread(target=post_until_killed)
+    poster.start()
+    assert enough.wait(120), "the controller did not acknowledge four batches"
     controller.stop(signal.SIGKILL)
+    poster.join(60)
+    assert not poster.is_alive() and refused == []
     controller.start()
-    assert count(controller, "results") == 3000
-    assert controller.get("/v1/runners/linux-03").json()["executions"] == 3000
+    with database(controller.db) as conn:
+        stored = set(conn.execute(select(tables.results.c.test_id)).scalars())
+    missing = {f"t{i}" for start in acked for i in range(start, start + size)} - stored
+    assert missing == set()
+    assert len(stored) % size == 0  # a batch is one transaction: all of it or none
+    assert controller.get("/v1/runners/linux-03").json()["executions"] == len(stored)
 
 
 def test_health_ready_metrics_and_openapi(controller: Controller) -> None:
