@@ -85,7 +85,7 @@ def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def stop(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> int:
+def stop(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> int:
     proc.send_signal(signal.SIGTERM)
     try:
         return proc.wait(timeout_s)
