@@ -97,8 +97,9 @@ def _all_levels(
     found: dict[str, tuple[list[Segment], np.ndarray]] = {}
     p_values: list[float] = []
     tested = 0
+    shared: dict[str, np.ndarray] = {}
     for name in LEVELS:
-        segments, expected, count = _scan(levels[name], frame, usable, reference, bins, config)
+        segments, expected, count = _scan(levels[name], frame, usable, reference, bins, config, shared)
         found[name] = (segments, expected)
         p_values += [s.p_adjusted for s in segments]
         tested += count
@@ -112,6 +113,7 @@ def _scan(
     reference: np.ndarray,
     bins: np.ndarray,
     config: AnalysisConfig,
+    shared: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[Segment], np.ndarray, int]:
     rows = usable & (level.entity >= 0)
     expected = np.zeros(frame.size)
@@ -128,6 +130,8 @@ def _scan(
         peer_strength=config.peer_prior_strength,
         history_strength=config.history_prior_strength,
         reference=reference[base],
+        shared=shared,
+        peer_name="fleet" if level.name == "pool" else "pool",
     )
     segments, count = scan_entities(level.name, level.entity, bins, frame.fail, expected, rows, config)
     return segments, expected, count

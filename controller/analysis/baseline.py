@@ -52,31 +52,41 @@ def expected_failure(
     peer_strength: float,
     history_strength: float,
     reference: np.ndarray | None = None,
+    shared: dict[str, np.ndarray] | None = None,
+    peer_name: str = "",
 ) -> np.ndarray:
     """Probability each execution fails if its entity is as healthy as its peers.
 
     `entity` and `peers` are codes per row: peers are the rows' comparison group (the pool for a
     runner, machine or image; the whole fleet for a pool). Only `reference` rows (default: all) feed
     the rates, so executions already known to be inside a cluster do not inflate their peers'
-    expectations. Returns a probability per row.
+    expectations. `shared` caches what does not depend on the entity (the test's history, the peer
+    group's sums) between levels of one pass; `peer_name` names the peer grouping. Returns a
+    probability per row.
     """
+    cache = {} if shared is None else shared
     ones = np.ones(fail.size) if reference is None else reference.astype(float)
     f = fail.astype(float) * ones
     overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
 
     # The test's own rate at other times, over the whole fleet: the prior where peers are thin.
-    test_key = test.astype(np.int64)
-    near_f = window_sums(test_key, bins, f, radius)
-    near_n = window_sums(test_key, bins, ones, radius)
-    other_f = group_totals(test_key, f) - near_f
-    other_n = group_totals(test_key, ones) - near_n
-    history = (other_f + history_strength * overall) / (other_n + history_strength)
+    if "history" not in cache:
+        test_key = test.astype(np.int64)
+        near_f = window_sums(test_key, bins, f, radius)
+        near_n = window_sums(test_key, bins, ones, radius)
+        other_f = group_totals(test_key, f) - near_f
+        other_n = group_totals(test_key, ones) - near_n
+        cache["history"] = (other_f + history_strength * overall) / (other_n + history_strength)
+    history = cache["history"]
 
     # The same test among the entity's peers, near in time, with the entity itself left out.
-    peer_key = combine(peers, test)
+    if f"peer_f:{peer_name}" not in cache or not peer_name:
+        peer_key = combine(peers, test)
+        cache[f"peer_f:{peer_name}"] = window_sums(peer_key, bins, f, radius)
+        cache[f"peer_n:{peer_name}"] = window_sums(peer_key, bins, ones, radius)
     own_key = combine(peers, entity, test)
-    peer_f = window_sums(peer_key, bins, f, radius) - window_sums(own_key, bins, f, radius)
-    peer_n = window_sums(peer_key, bins, ones, radius) - window_sums(own_key, bins, ones, radius)
+    peer_f = cache[f"peer_f:{peer_name}"] - window_sums(own_key, bins, f, radius)
+    peer_n = cache[f"peer_n:{peer_name}"] - window_sums(own_key, bins, ones, radius)
     probability = (peer_f + peer_strength * history) / (peer_n + peer_strength)
     clipped: np.ndarray = np.clip(probability, 1e-6, 1 - 1e-6)
     return clipped

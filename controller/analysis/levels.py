@@ -56,6 +56,7 @@ def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
 def _distinct_per(group: np.ndarray, member: np.ndarray) -> dict[int, int]:
     if group.size == 0:
         return {}
-    pairs = np.unique(np.stack([group, member]), axis=1)
-    owners, counts = np.unique(pairs[0], return_counts=True)
+    span = int(member.max()) + 2
+    pairs = np.unique(group.astype(np.int64) * span + (member.astype(np.int64) + 1))
+    owners, counts = np.unique(pairs // span, return_counts=True)
     return dict(zip(owners.tolist(), counts.tolist(), strict=True))
