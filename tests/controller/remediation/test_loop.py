@@ -282,3 +282,56 @@ def test_paused_by_someone_else_is_recorded_as_theirs(engine: Engine) -> None:
     with engine.connect() as conn:
         held = store.cordon_of(conn, "r1")
     assert held is not None and held["source"] == "provider" and held["reason"] == "maintenance window"
+
+
+def test_approve_lists_a_candidate_and_waits_for_drain(engine: Engine) -> None:
+    provider = Double()
+    sick = incident("r1")
+    rem = make(engine, provider, [sick, incident("r2", state="suspect")], mode="approve")
+    rem.tick()
+    assert provider.calls == []
+    assert actions(engine) == [("cordon", "skipped", "r1"), ("cordon", "skipped", "r2")]
+    result, notes, _budget = rem.drain("r1", "alice", "approved", rerun=True, dry_run=False)
+    assert result.status == "cordoned" and notes == ["job j1 rerun as re-j1", "job j2 rerun as re-j2"]
+    assert provider.calls == [("cordon", "r1"), ("rerun", "j1"), ("rerun", "j2")]
+    rem.tick()  # approve mode: the loop itself still does nothing more
+    assert len(provider.calls) == 3
+
+
+def test_dry_run_drain_changes_nothing(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [incident("r1")], mode="approve")
+    result, notes, _budget = rem.drain("r1", "alice", "why", rerun=True, dry_run=True)
+    assert (result.status, notes) == ("cordoned", ["would rerun 2 job(s) of inc-r1: j1, j2"])
+    assert provider.calls == [] and actions(engine) == []
+
+
+def test_a_sick_machine_cordons_its_persistent_runners(engine: Engine) -> None:
+    provider = Double()
+    machine = incident("r1") | {"kind": "machine", "entity": "vm-1", "persistent_runners": ["r1"]}
+    make(engine, provider, [machine]).tick()
+    assert provider.calls[0] == ("cordon", "r1")
+
+
+def test_an_expired_cordon_is_lifted(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [])
+    rem.cordon("r3", "alice", "for a minute", expires_ms=1, dry_run=False)
+    rem.tick()
+    assert provider.calls == [("cordon", "r3"), ("uncordon", "r3")]
+
+
+def test_uncordon_refuses_a_runner_still_sick_unless_forced(engine: Engine) -> None:
+    provider = Double()
+    settings = ControllerSettings(remediation_mode="auto")
+    rem = Remediator(
+        engine,
+        settings,
+        lambda: [incident("r1")],
+        {"double": provider},
+        health=lambda _r: {"health": "sick", "dimension": "disk"},
+    )
+    rem.tick()
+    refused = rem.uncordon("r1", "bob", dry_run=False, force=False)
+    assert (refused.ok, refused.status) == (False, "refused") and "--force" in refused.detail
+    assert rem.uncordon("r1", "bob", dry_run=False, force=True).status == "uncordoned"
