@@ -122,6 +122,20 @@ class BuildbotProvider:
             return "pending"
         return "passed" if results in PASSED_RESULTS else "failed"
 
+    @staticmethod
+    def pushed_outcome(build: dict[str, Any]) -> tuple[JobRef, Outcome] | None:
+        """The rerun identity and outcome in an HttpStatusPush body (None: not finished, or not a build).
+
+        Buildbot does not sign these pushes: the endpoint that receives them authenticates a header token.
+        """
+        request = build.get("buildrequestid")
+        if not isinstance(request, int) or not build.get("complete"):
+            return None
+        results = build.get("results")
+        if results in PENDING_RESULTS or results is None:
+            return None
+        return JobRef(f"buildrequest:{request}"), "passed" if results in PASSED_RESULTS else "failed"
+
     def build_of_request(self, job: JobRef) -> dict[str, Any] | None:
         """The newest build of a rerun's request, with the worker that ran it (for the audit log)."""
         request = job.id.partition(":")[2]

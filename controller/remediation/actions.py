@@ -300,21 +300,24 @@ class Actions:
             except ProviderError as error:
                 log.warning("rerun %s: %s", row.key, self.defer(f"watch:{row.key}", error))
                 continue
-            if outcome == "pending":
-                continue
-            with self.engine.begin() as conn:
-                store.update_rerun(conn, row.key, state=outcome)
-            audit.note(
-                self.engine,
-                f"rerun-result:{row.key}",
-                "rerun-result",
-                "done",
-                actor=CONTROLLER,
-                runner_id=row.runner_id,
-                incident_id=row.incident_id,
-                job_id=row.job_id,
-                detail=f"rerun {row.new_job_id} of job {row.job_id} {outcome}",
-            )
+            if outcome != "pending":
+                self.settle(row, outcome)
+
+    def settle(self, row: Any, outcome: str) -> None:
+        """A rerun finished (polled, or pushed by the provider's webhook)."""
+        with self.engine.begin() as conn:
+            store.update_rerun(conn, row.key, state=outcome)
+        audit.note(
+            self.engine,
+            f"rerun-result:{row.key}",
+            "rerun-result",
+            "done",
+            actor=CONTROLLER,
+            runner_id=row.runner_id,
+            incident_id=row.incident_id,
+            job_id=row.job_id,
+            detail=f"rerun {row.new_job_id} of job {row.job_id} {outcome}",
+        )
 
     def clear_flakes(self, incidents: dict[str, dict[str, Any]]) -> None:
         """Incidents whose reruns all passed elsewhere: their tests' failures were the runner's."""

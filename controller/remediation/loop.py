@@ -320,6 +320,18 @@ class Remediator:
                     detail=f"healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl uncordon {runner}`",
                 )
 
+    def pushed(self, new_job_id: str, outcome: str) -> str | None:
+        """A provider pushed a finished job: settle the rerun it is, if any; returns the rerun's key."""
+        with self.lock:
+            with self.engine.connect() as conn:
+                row = next(
+                    (r for r in store.reruns(conn, state="submitted") if r.new_job_id == new_job_id), None
+                )
+            if row is None:
+                return None
+            self.actions.settle(row, outcome)
+            return str(row.key)
+
     # -- operators ------------------------------------------------------------------------------------
 
     def cordon(

@@ -122,7 +122,12 @@ def running_loop(
         ingest = controller.token("ingest")
         results_url = f"{controller.url}/v1/results/junit"
         with start_fleet(
-            tmp / "buildbot", venv=venv, workers=workers, results_url=results_url, token=ingest
+            tmp / "buildbot",
+            venv=venv,
+            workers=workers,
+            results_url=results_url,
+            status_push_url=f"{controller.url}/v1/webhooks/buildbot",
+            token=ingest,
         ) as fleet:
             # Only now is the master's URL known: restart the controller with it as its provider.
             controller.stop()

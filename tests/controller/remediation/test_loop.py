@@ -335,3 +335,15 @@ def test_uncordon_refuses_a_runner_still_sick_unless_forced(engine: Engine) -> N
     refused = rem.uncordon("r1", "bob", dry_run=False, force=False)
     assert (refused.ok, refused.status) == (False, "refused") and "--force" in refused.detail
     assert rem.uncordon("r1", "bob", dry_run=False, force=True).status == "uncordoned"
+
+
+def test_a_pushed_outcome_settles_the_rerun_once(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [incident("r1", jobs=("j1",))])
+    rem.tick()
+    assert rem.pushed("re-j1", "passed") == "rerun:inc-r1:j1"
+    assert rem.pushed("re-j1", "passed") is None  # already settled
+    provider.outcomes = {"re-j1": "failed"}  # a later poll does not overwrite it
+    rem.tick()
+    with engine.connect() as conn:
+        assert [r.state for r in store.reruns(conn)] == ["passed"]
