@@ -51,7 +51,7 @@ class Remediator:
 
     def provider_for(self, runner: str) -> Provider | None:
         with self.engine.connect() as conn:
-            row = store.runners(conn).get(runner)
+            row = store.runner(conn, runner)
         name = (row.provider if row is not None else None) or (
             self.settings.pool_providers.get(row.pool or "") if row is not None else None
         )
@@ -62,7 +62,7 @@ class Remediator:
 
     def pool_of(self, runner: str) -> str | None:
         with self.engine.connect() as conn:
-            row = store.runners(conn).get(runner)
+            row = store.runner(conn, runner)
         return None if row is None else row.pool
 
     def budget(self, pool: str | None) -> Budget:
@@ -185,6 +185,21 @@ class Remediator:
             if audit.status_of(conn, key) == "done":
                 return False  # cordoned for this incident before and since uncordoned: a person decided
         if self.actions.waiting(key):
+            return False
+        if self.provider_for(runner) is None:
+            # A cordon only on paper would let CI keep scheduling on it: fail closed and say so.
+            audit.note(
+                self.engine,
+                f"no-provider:{incident['id']}:{runner}",
+                "cordon",
+                "refused",
+                actor=CONTROLLER,
+                runner_id=runner,
+                incident_id=incident["id"],
+                mode="auto",
+                reason=what,
+                detail="no provider configured for this runner (RUNNER_CONTROLLER_PROVIDERS, POOL_PROVIDERS)",
+            )
             return False
         room = self.budget(pool)
         if not room.allows:

@@ -79,6 +79,13 @@ def set_active(conn: Connection, runner_id: str) -> None:
     set_state(conn, runner_id, "active")
 
 
+def runner(conn: Connection, runner_id: str) -> Any:
+    t = tables.runners
+    return conn.execute(
+        select(t.c.id, t.c.pool, t.c.provider, t.c.ephemeral).where(t.c.id == runner_id)
+    ).first()
+
+
 def runners(conn: Connection) -> dict[str, Any]:
     """runner id -> (pool, provider) for every runner the controller knows."""
     t = tables.runners

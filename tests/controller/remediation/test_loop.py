@@ -347,3 +347,11 @@ def test_a_pushed_outcome_settles_the_rerun_once(engine: Engine) -> None:
     rem.tick()
     with engine.connect() as conn:
         assert [r.state for r in store.reruns(conn)] == ["passed"]
+
+
+def test_auto_without_a_provider_refuses_rather_than_cordon_on_paper(engine: Engine) -> None:
+    rem = Remediator(engine, ControllerSettings(remediation_mode="auto"), lambda: [incident("r1")], {})
+    rem.tick()
+    assert actions(engine) == [("cordon", "refused", "r1")]
+    with engine.connect() as conn:
+        assert store.cordon_of(conn, "r1") is None
