@@ -105,6 +105,10 @@ def test_auto_mode_drains_reruns_and_clears(w3_sick: Loop) -> None:
     cleared = {t["test_id"] for t in tests if incident["id"] in t["cleared_by"]}
     assert cleared == set(clearance["tests"])
 
+    test_view = loop.runnerctl("explain", "test", clearance["tests"][0])
+    assert test_view.returncode == 0, test_view.stderr
+    assert f"Cleared:   failures inside {incident['id']} were the runner's" in test_view.stdout
+
     # Reruns settled and the worker idle: w3 is drained, held by the controller.
     loop.wait_for(
         "w3 drained",
