@@ -8,6 +8,7 @@ entry says `intended` after a restart is never resubmitted; it becomes `unknown`
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,6 @@ from sqlalchemy.engine import Engine
 from controller.errors import ProviderError, ProviderUnavailable
 from controller.providers.base import JobRef, Provider
 from controller.remediation import audit, store
-from controller.remediation.audit import now_ms
 
 log = logging.getLogger(__name__)
 CONTROLLER = "runner-controller"
@@ -38,13 +38,15 @@ class Actions:
     def __init__(self, engine: Engine, provider_for: Callable[[str], Provider | None]) -> None:
         self.engine = engine
         self.provider_for = provider_for
-        self.retry_at: dict[str, float] = {}  # key -> monotonic-free ms: backoff after provider errors
+        # key -> time.monotonic() before which a failed step is not retried; in memory on purpose: a
+        # restart retries at once, which is safe because every step is idempotent or never repeated.
+        self.retry_at: dict[str, float] = {}
         self.failures: dict[str, int] = {}
 
     # -- backoff (fail closed, retry later) -----------------------------------------------------------
 
     def waiting(self, key: str) -> bool:
-        return self.retry_at.get(key, 0) > now_ms()
+        return self.retry_at.get(key, 0.0) > time.monotonic()
 
     def defer(self, key: str, error: ProviderError) -> str:
         count = self.failures.get(key, 0) + 1
@@ -52,7 +54,7 @@ class Actions:
         delay = min(300.0, 2.0 ** min(count, 8))
         if isinstance(error, ProviderUnavailable) and error.retry_after:
             delay = max(delay, min(error.retry_after, 300.0))
-        self.retry_at[key] = now_ms() + delay * 1000
+        self.retry_at[key] = time.monotonic() + delay
         return f"{error}; no action taken, retrying in {delay:.0f} s"
 
     def succeeded(self, key: str) -> None:
