@@ -228,6 +228,8 @@ class Remediator(OperatorEntryPoints):
             budget_note=room.explain(),
         )
         if not result.ok:
+            # The audit log keeps the first deferral of a key; every retry goes to the log.
+            log.warning("not cordoning %s (%s): %s", runner, incident["id"], result.detail)
             audit.note(
                 self.engine,
                 f"deferred:{key}",
