@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,3 +18,23 @@ class ControllerSettings(BaseSettings):
     max_results_per_request: int = Field(default=200_000, ge=1)
     analysis_interval_s: float = Field(default=10.0, ge=0, description="0 disables the background loop")
     log_level: str = "info"
+
+    # Remediation. Defaults are conservative: decide and explain, act on nothing.
+    remediation_mode: str = Field(
+        default="observe", pattern="^(observe|approve|auto)$", description="default for pools not listed"
+    )
+    remediation_policies: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description='per pool, e.g. {"linux": {"mode": "auto", "budget_ratio": 0.2}}'
+    )
+    remediation_interval_s: float = Field(default=5.0, ge=0, description="0 disables the remediation loop")
+    storm_ratio: float = Field(
+        default=0.3, gt=0, le=1, description="more than this share of the fleet sick at once: act on nothing"
+    )
+    storm_min_runners: int = Field(
+        default=3, ge=1, description="a storm needs at least this many sick runners"
+    )
+    # CI providers: {"buildbot": {"url": "http://127.0.0.1:8010/", "username": ..., "password": ...}}.
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
+    pool_providers: dict[str, str] = Field(
+        default_factory=dict, description="pool -> provider, for runners whose identity names none"
+    )

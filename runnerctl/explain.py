@@ -113,6 +113,25 @@ def runner(ctx: typer.Context, runner_id: str, as_json: JsonOption = False) -> N
     _line("What would flip the verdict:")
     for note in data["what_would_flip"]:
         _line(f"  - {note}")
+    _remediation(data.get("remediation"))
+
+
+def _remediation(remediation: dict[str, Any] | None) -> None:
+    if not remediation:
+        return
+    _line()
+    _line(f"Remediation (mode {remediation['mode']}):")
+    _line(f"  budget: {remediation['budget']['explanation']}")
+    for rerun in remediation.get("reruns") or []:
+        _line(
+            f"  rerun: job {rerun['job']} as {rerun['rerun_as'] or '-'}: {rerun['state']} ({rerun['incident']})"
+        )
+    for action in reversed(remediation.get("actions") or []):
+        _line(
+            f"  {action['at']}  {action['action']} {action['status']}"
+            + (f" job {action['job']}" if action.get("job") else "")
+            + f" by {action['actor']}: {action.get('detail') or action.get('reason') or ''}"
+        )
 
 
 @app.command("test")
@@ -141,6 +160,10 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
     _line(
         f"Naive:     {naive['failures']} failures in {naive['executions']} executions → a failure-counting scorer says {naive['verdict']}"
     )
+    if data.get("cleared_by"):
+        _line(
+            f"Cleared:   failures inside {', '.join(data['cleared_by'])} were the runner's: reran green elsewhere"
+        )
     _line(f"As of:     {data['as_of']}")
     _line()
     rows = [

@@ -140,3 +140,45 @@ def tests(
             stderr.print("No resources found")
         return
     emit(items, output, TEST_COLUMNS, "test", lambda t: t["test_id"])
+
+
+ACTION_COLUMNS = (
+    Column("at", lambda a: a["at"]),
+    Column("action", lambda a: a["action"]),
+    Column("status", lambda a: a["status"]),
+    Column("runner", lambda a: a.get("runner")),
+    Column("incident", lambda a: a.get("incident")),
+    Column("job", lambda a: a.get("job")),
+    Column("actor", lambda a: a["actor"]),
+    Column("detail", lambda a: a.get("detail")),
+    Column("mode", lambda a: a.get("mode"), wide_only=True),
+    Column("reason", lambda a: a.get("reason"), wide_only=True),
+    Column("key", lambda a: a["key"], wide_only=True),
+)
+
+
+@app.command("actions")
+def actions(
+    ctx: typer.Context,
+    output: OutputOption = "table",
+    runner: Annotated[str | None, typer.Option("--runner", help="only this runner's")] = None,
+    incident: Annotated[str | None, typer.Option("--incident", help="only this incident's")] = None,
+    action: Annotated[str | None, typer.Option("--action", help="cordon, uncordon, rerun, ...")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="intended, done, failed, refused, skipped")
+    ] = None,
+) -> None:
+    """The audit log: what the controller and operators did, refused or skipped, and why, newest first.
+
+    Examples:
+      runnerctl get actions
+      runnerctl get actions --runner linux-03 -o wide
+      runnerctl get actions --status refused
+    """
+    params = {
+        k: v
+        for k, v in {"runner": runner, "incident": incident, "action": action, "status": status}.items()
+        if v
+    }
+    items = client_of(ctx).get("/v1/actions", params=params)["items"]
+    emit(items, output, ACTION_COLUMNS, "action", lambda a: str(a["id"]))

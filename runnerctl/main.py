@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from runnerctl import describe, explain, get, import_, status
+from runnerctl import cordon, describe, drain, explain, get, import_, status, uncordon
 from runnerctl.client import ApiError
 from runnerctl.config import ConfigError
 from runnerctl.context import Globals
@@ -37,11 +37,14 @@ def root(
     ctx.obj = Globals(server=server, token=token, context=context)
 
 
+app.command("cordon")(cordon.cordon)
 app.add_typer(describe.app, name="describe")
+app.command("drain")(drain.drain)
 app.add_typer(explain.app, name="explain")
 app.add_typer(get.app, name="get")
 app.command("import")(import_.import_files)
 app.command("status")(status.status)
+app.command("uncordon")(uncordon.uncordon)
 app.command("version")(version)
 
 

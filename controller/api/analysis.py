@@ -87,7 +87,14 @@ def list_tests(
         and (q is None or q in t["test_id"])
         and (all_tests or verdicts is not None or t["failures"] > 0)
     ]
-    return {"items": items[:limit], "total": len(items), "as_of": iso(current(request).as_of_ms)}
+    shown = _with_clearances(request, items[:limit])
+    return {"items": shown, "total": len(items), "as_of": iso(current(request).as_of_ms)}
+
+
+def _with_clearances(request: Request, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Remediation's flake clearances: incidents whose jobs reran green elsewhere, per test."""
+    cleared = request.app.state.cleared_by()
+    return [t | {"cleared_by": cleared.get(t["test_id"], [])} for t in items]
 
 
 @router.get("/quarantine", response_class=PlainTextResponse)
@@ -105,6 +112,7 @@ def get_test_explanation(
     found = explain_test(latest.frame, latest, test_id)
     if found is None:
         raise ApiError(404, f"test '{test_id}' not found")
+    found["cleared_by"] = request.app.state.cleared_by().get(test_id, [])
     return found
 
 
@@ -116,6 +124,7 @@ def get_runner_explanation(request: Request, runner_id: str, _p: Reader) -> dict
     if found is None:
         raise ApiError(404, f"runner '{runner_id}' not found")
     found["cordon"] = request.app.state.cordon_of(runner_id)
+    found["remediation"] = request.app.state.remediation_of(request, runner_id)
     return found
 
 

@@ -129,3 +129,68 @@ incidents = Table(
     Column("body", Text, nullable=False),
     Column("updated_ms", BigInteger, nullable=False),
 )
+
+# -- remediation (0003) ------------------------------------------------------------------------------
+
+# The audit log. A row is written *before* the action it names is attempted and finished after; the
+# unique idempotency key (`cordon:<incident>:<runner>`, `rerun:<incident>:<job>`) is what keeps a crash
+# or a provider timeout from cordoning or rerunning twice.
+actions = Table(
+    "actions",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("key", String(300), nullable=False, unique=True),
+    Column("action", String(30), nullable=False),
+    Column("status", String(20), nullable=False),  # intended | done | failed | refused | skipped | dry-run
+    Column("runner_id", String(200)),
+    Column("incident_id", String(40)),
+    Column("job_id", String(500)),
+    Column("actor", String(200), nullable=False),
+    Column("mode", String(10)),
+    Column("reason", Text),
+    Column("detail", Text),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+    Index("ix_actions_runner_created", "runner_id", "created_ms"),
+)
+
+# One row per runner that is, or was, out of rotation: active | cordoned | draining | drained.
+runner_states = Table(
+    "runner_states",
+    metadata,
+    Column("runner_id", String(200), primary_key=True),
+    Column("state", String(20), nullable=False),
+    Column("source", String(20)),  # controller | operator | provider
+    Column("by", String(200)),
+    Column("reason", Text),
+    Column("incident_id", String(40)),
+    Column("at_ms", BigInteger),
+    Column("expires_ms", BigInteger),
+    Column("updated_ms", BigInteger, nullable=False),
+)
+
+# The reruns of an incident's affected jobs: pending | submitted | passed | failed | unknown.
+reruns = Table(
+    "reruns",
+    metadata,
+    Column("key", String(300), primary_key=True),
+    Column("incident_id", String(40), nullable=False),
+    Column("runner_id", String(200), nullable=False),
+    Column("job_id", String(500), nullable=False),
+    Column("run_id", String(500)),
+    Column("new_job_id", String(500)),
+    Column("state", String(20), nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+    Index("ix_reruns_job", "job_id"),
+)
+
+# A test's failures inside an incident, cleared once the incident's jobs reran green elsewhere.
+clearances = Table(
+    "clearances",
+    metadata,
+    Column("incident_id", String(40), primary_key=True),
+    Column("runner_id", String(200)),
+    Column("test_ids", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+)

@@ -1,0 +1,1 @@
+"""Remediation: take a sick runner out of rotation, rerun its jobs elsewhere, clear the flake records."""

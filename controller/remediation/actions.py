@@ -1,0 +1,354 @@
+"""The provider-facing steps — cordon, uncordon, rerun, watch, clear — each audit-logged before it is
+attempted, so a crash or a provider timeout never cordons or reruns twice.
+
+A cordon (a pause) is idempotent: after a crash it is safe to repeat. A rerun is not: a rerun whose audit
+entry says `intended` after a restart is never resubmitted; it becomes `unknown` and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from controller.errors import ProviderError, ProviderUnavailable
+from controller.providers.base import JobRef, Provider
+from controller.remediation import audit, store
+
+log = logging.getLogger(__name__)
+CONTROLLER = "runner-controller"
+# Written into the provider's pause reason, so a pause seen there can be told from a person's.
+MARK = "runnerctl:"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a step did, for the API's answer and the audit trail: `status` is kubectl's past tense."""
+
+    status: str  # cordoned | already cordoned | uncordoned | already uncordoned | refused | failed | ...
+    detail: str = ""
+    ok: bool = True
+
+
+class Actions:
+    def __init__(self, engine: Engine, provider_for: Callable[[str], Provider | None]) -> None:
+        self.engine = engine
+        self.provider_for = provider_for
+        # key -> time.monotonic() before which a failed step is not retried; in memory on purpose: a
+        # restart retries at once, which is safe because every step is idempotent or never repeated.
+        self.retry_at: dict[str, float] = {}
+        self.failures: dict[str, int] = {}
+
+    # -- backoff (fail closed, retry later) -----------------------------------------------------------
+
+    def waiting(self, key: str) -> bool:
+        return self.retry_at.get(key, 0.0) > time.monotonic()
+
+    def defer(self, key: str, error: ProviderError) -> str:
+        count = self.failures.get(key, 0) + 1
+        self.failures[key] = count
+        delay = min(300.0, 2.0 ** min(count, 8))
+        if isinstance(error, ProviderUnavailable) and error.retry_after:
+            delay = max(delay, min(error.retry_after, 300.0))
+        self.retry_at[key] = time.monotonic() + delay
+        return f"{error}; no action taken, retrying in {delay:.0f} s"
+
+    def succeeded(self, key: str) -> None:
+        self.retry_at.pop(key, None)
+        self.failures.pop(key, None)
+
+    # -- cordon ---------------------------------------------------------------------------------------
+
+    def cordon(
+        self,
+        runner: str,
+        *,
+        key: str,
+        actor: str,
+        source: str,
+        reason: str,
+        mode: str | None,
+        incident_id: str | None = None,
+        expires_ms: int | None = None,
+        budget_note: str = "",
+    ) -> Result:
+        provider = self.provider_for(runner)
+        if provider is None:
+            # Nothing to pause: the cordon is a record that keeps the controller from acting on it.
+            entry = audit.begin(
+                self.engine,
+                key,
+                "cordon",
+                actor=actor,
+                runner_id=runner,
+                incident_id=incident_id,
+                mode=mode,
+                reason=reason,
+            )
+            with self.engine.begin() as conn:
+                store.set_cordoned(
+                    conn,
+                    runner,
+                    source=source,
+                    by=actor,
+                    reason=reason,
+                    incident_id=incident_id,
+                    expires_ms=expires_ms,
+                )
+            audit.finish(
+                self.engine, entry.id, "done", "recorded only: no provider configured for this runner"
+            )
+            return Result("cordoned", "recorded only: no provider configured for this runner")
+        prior = None
+        with self.engine.connect() as conn:
+            prior = audit.status_of(conn, key)
+        try:
+            state = provider.state(runner)
+        except ProviderError as error:
+            return Result("failed", self.defer(key, error), ok=False)
+        entry = audit.begin(
+            self.engine,
+            key,
+            "cordon",
+            actor=actor,
+            runner_id=runner,
+            incident_id=incident_id,
+            mode=mode,
+            reason=reason,
+            detail=budget_note or None,
+        )
+        ours_in_flight = prior == "intended" or (state.reason or "").startswith(MARK)
+        if state.cordoned and not ours_in_flight:
+            # Paused in the provider by someone else: record it as theirs, never undo it.
+            with self.engine.begin() as conn:
+                store.set_cordoned(
+                    conn,
+                    runner,
+                    source="provider",
+                    by=f"{provider.NAME} (outside runnerctl)",
+                    reason=state.reason or "paused in the provider",
+                    incident_id=incident_id,
+                )
+            audit.finish(
+                self.engine, entry.id, "skipped", f"already paused in {provider.NAME}: {state.reason}"
+            )
+            return Result("already cordoned", f"paused in {provider.NAME} by someone else")
+        if not state.cordoned:
+            try:
+                provider.cordon(runner, f"{MARK} {reason}")
+            except ProviderError as error:
+                detail = self.defer(key, error)
+                audit.finish(self.engine, entry.id, "failed", detail)
+                return Result("failed", detail, ok=False)
+        with self.engine.begin() as conn:
+            store.set_cordoned(
+                conn,
+                runner,
+                source=source,
+                by=actor,
+                reason=reason,
+                incident_id=incident_id,
+                expires_ms=expires_ms,
+            )
+        self.succeeded(key)
+        done = (
+            "paused in the provider" if not state.cordoned else "completed after a restart (already paused)"
+        )
+        audit.finish(self.engine, entry.id, "done", "; ".join(x for x in (done, budget_note) if x))
+        return Result("cordoned", done)
+
+    def uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
+        provider = self.provider_for(runner)
+        entry = audit.begin(
+            self.engine, key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason
+        )
+        if provider is not None:
+            try:
+                provider.uncordon(runner)
+            except ProviderError as error:
+                detail = self.defer(key, error)
+                audit.finish(self.engine, entry.id, "failed", detail)
+                return Result("failed", detail, ok=False)
+        with self.engine.begin() as conn:
+            store.set_active(conn, runner)
+        self.succeeded(key)
+        audit.finish(
+            self.engine, entry.id, "done", "unpaused in the provider" if provider else "record cleared"
+        )
+        return Result("uncordoned")
+
+    # -- reruns ---------------------------------------------------------------------------------------
+
+    def rerun_jobs(
+        self, incident: dict[str, Any], runner: str, *, actor: str, mode: str | None, cap: int
+    ) -> list[str]:
+        """Rerun the incident's failed jobs on `runner` (which must be out of rotation); returns notes."""
+        provider = self.provider_for(runner)
+        if provider is None:
+            return [f"no provider for {runner}: nothing can be rerun"]
+        notes: list[str] = []
+        jobs = {
+            j["job_id"]: j
+            for j in incident.get("affected_jobs", [])
+            if j.get("runner_id") == runner and j.get("job_id")
+        }
+        for job_id, job in sorted(jobs.items()):
+            key = f"rerun:{incident['id']}:{job_id}"
+            with self.engine.begin() as conn:
+                if store.has_rerun(conn, key):
+                    continue  # submitted before: the watcher (or crash recovery) owns it now
+                known = store.reruns_of_job(conn, job_id)
+                capped = known >= cap
+                if not capped:
+                    store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
+            if capped:
+                audit.note(
+                    self.engine,
+                    f"rerun-capped:{incident['id']}:{job_id}",
+                    "rerun",
+                    "refused",
+                    actor=actor,
+                    runner_id=runner,
+                    incident_id=incident["id"],
+                    job_id=job_id,
+                    mode=mode,
+                    detail=f"job {job_id} was already rerun {known} time(s); the cap is {cap} per job",
+                )
+                continue
+            notes.append(
+                self._submit(provider, key, incident["id"], runner, job_id, job.get("run_id"), actor, mode)
+            )
+        return notes
+
+    def _submit(
+        self,
+        provider: Provider,
+        key: str,
+        incident_id: str,
+        runner: str,
+        job_id: str,
+        run_id: str | None,
+        actor: str,
+        mode: str | None,
+    ) -> str:
+        entry = audit.begin(
+            self.engine,
+            key,
+            "rerun",
+            actor=actor,
+            runner_id=runner,
+            incident_id=incident_id,
+            job_id=job_id,
+            mode=mode,
+            reason=f"job {job_id} failed on {runner} during {incident_id}",
+        )
+        if not entry.new:
+            return self._interrupted(key, entry.id, job_id)
+        try:
+            new = provider.rerun(JobRef(job_id, run_id))
+        except ProviderUnavailable as error:
+            # A timeout or 5xx may come after the provider queued it: never resubmit on our own.
+            with self.engine.begin() as conn:
+                store.update_rerun(conn, key, state="unknown")
+            detail = f"{error}: the provider may or may not have queued it; not resubmitted"
+            audit.finish(self.engine, entry.id, "failed", detail)
+            return detail
+        except ProviderError as error:
+            with self.engine.begin() as conn:
+                store.update_rerun(conn, key, state="failed")
+            audit.finish(self.engine, entry.id, "failed", str(error))
+            return str(error)
+        with self.engine.begin() as conn:
+            store.update_rerun(conn, key, state="submitted", new_job_id=new.id)
+        audit.finish(self.engine, entry.id, "done", f"queued as {new.id}")
+        return f"job {job_id} rerun as {new.id}"
+
+    def _interrupted(self, key: str, entry_id: int, job_id: str) -> str:
+        detail = (
+            f"rerun of job {job_id} was interrupted (controller restart or crash) after it was logged; "
+            "not resubmitted, so it cannot run twice: check the provider and rerun by hand if needed"
+        )
+        with self.engine.begin() as conn:
+            store.update_rerun(conn, key, state="unknown")
+        audit.finish(self.engine, entry_id, "failed", detail)
+        return detail
+
+    def recover_interrupted(self) -> None:
+        """At start-up: reruns logged as intended but never finished were interrupted by a crash."""
+        with self.engine.connect() as conn:
+            pending = store.reruns(conn, state="pending")
+            statuses = {row.key: audit.status_of(conn, row.key) for row in pending}
+        for row in pending:
+            if statuses[row.key] == "intended":
+                entry = audit.begin(self.engine, row.key, "rerun", actor=CONTROLLER)
+                self._interrupted(row.key, entry.id, row.job_id)
+            elif statuses[row.key] is None:
+                with self.engine.begin() as conn:  # logged nowhere: never attempted, safe to drop
+                    store.update_rerun(conn, row.key, state="failed")
+
+    def watch_reruns(self) -> None:
+        with self.engine.connect() as conn:
+            submitted = store.reruns(conn, state="submitted")
+        for row in submitted:
+            provider = self.provider_for(row.runner_id)
+            if provider is None or self.waiting(f"watch:{row.key}"):
+                continue
+            try:
+                outcome = provider.job_outcome(JobRef(row.new_job_id))
+            except ProviderError as error:
+                log.warning("rerun %s: %s", row.key, self.defer(f"watch:{row.key}", error))
+                continue
+            if outcome != "pending":
+                self.settle(row, outcome)
+
+    def settle(self, row: Any, outcome: str) -> None:
+        """A rerun finished (polled, or pushed by the provider's webhook)."""
+        with self.engine.begin() as conn:
+            store.update_rerun(conn, row.key, state=outcome)
+        audit.note(
+            self.engine,
+            f"rerun-result:{row.key}",
+            "rerun-result",
+            "done",
+            actor=CONTROLLER,
+            runner_id=row.runner_id,
+            incident_id=row.incident_id,
+            job_id=row.job_id,
+            detail=f"rerun {row.new_job_id} of job {row.job_id} {outcome}",
+        )
+
+    def clear_flakes(self, incidents: dict[str, dict[str, Any]]) -> None:
+        """Incidents whose reruns all passed elsewhere: their tests' failures were the runner's."""
+        with self.engine.connect() as conn:
+            rows = store.reruns(conn)
+        by_incident: dict[str, list[Any]] = {}
+        for row in rows:
+            by_incident.setdefault(row.incident_id, []).append(row)
+        for incident_id, runs in by_incident.items():
+            incident = incidents.get(incident_id)
+            if incident is None or not all(r.state == "passed" for r in runs):
+                continue
+            tests = [t["test_id"] for t in incident.get("tests", [])]
+            reason = (
+                f"all {len(runs)} rerun(s) of the jobs that failed on {runs[0].runner_id} during {incident_id} "
+                f"passed on other runners: these {len(tests)} test(s) failed because of the runner "
+                f"({incident.get('dimension')}), not because they are flaky"
+            )
+            with self.engine.begin() as conn:
+                added = store.add_clearance(conn, incident_id, runs[0].runner_id, tests, reason)
+            if added:
+                audit.note(
+                    self.engine,
+                    f"clear:{incident_id}",
+                    "clear-flakes",
+                    "done",
+                    actor=CONTROLLER,
+                    runner_id=runs[0].runner_id,
+                    incident_id=incident_id,
+                    reason=reason,
+                    detail=", ".join(sorted(tests)),
+                )

@@ -1,0 +1,339 @@
+"""The remediation loop and the operator's entry points, in the controller process.
+
+Each pass reads the latest analysis, and for every *sick* runner (or a sick machine's persistent
+runners), per its pool's policy: observe (say what it would do), approve (list it as a candidate for
+`runnerctl drain`) or auto (cordon within the budget, then rerun its failed jobs elsewhere). It watches
+the reruns, records a flake clearance when they all pass, and undoes only its own cordons.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from controller.errors import ProviderError
+from controller.providers.base import Provider
+from controller.remediation import audit, store
+from controller.remediation.actions import CONTROLLER, Actions
+from controller.remediation.audit import now_ms
+from controller.remediation.operators import OperatorEntryPoints
+from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
+from controller.settings import ControllerSettings
+
+log = logging.getLogger(__name__)
+ACTING_KINDS = ("runner", "machine")
+
+
+class Remediator(OperatorEntryPoints):
+    def __init__(
+        self,
+        engine: Engine,
+        settings: ControllerSettings,
+        incidents: Callable[[], list[dict[str, Any]]],
+        providers: dict[str, Provider],
+        health: Callable[[str], dict[str, Any]] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.incidents = incidents
+        self.providers = providers
+        self.health = health or (lambda _runner: {})
+        self.actions = Actions(engine, self.provider_for)
+        self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
+        self.healthy_since: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lookups --------------------------------------------------------------------------------------
+
+    def provider_for(self, runner: str) -> Provider | None:
+        with self.engine.connect() as conn:
+            row = store.runner(conn, runner)
+        name = (row.provider if row is not None else None) or (
+            self.settings.pool_providers.get(row.pool or "") if row is not None else None
+        )
+        return self.providers.get(name) if name else None
+
+    def policy(self, pool: str | None) -> Policy:
+        return policy_for(pool, self.settings.remediation_mode, self.settings.remediation_policies)
+
+    def pool_of(self, runner: str) -> str | None:
+        with self.engine.connect() as conn:
+            row = store.runner(conn, runner)
+        return None if row is None else row.pool
+
+    def budget(self, pool: str | None) -> Budget:
+        with self.engine.connect() as conn:
+            known = store.runners(conn)
+            held = store.out_of_rotation(conn)
+        members = {rid for rid, row in known.items() if row.pool == pool and not row.ephemeral}
+        mine = sum(1 for rid in members if rid in held and held[rid].source == "controller")
+        out = sum(1 for rid in members if rid in held)
+        return budget(pool or "<none>", len(members), mine, out, self.policy(pool))
+
+    def targets(self) -> list[tuple[dict[str, Any], str]]:
+        """(incident, runner) for every runner a sick runner/machine incident points at, oldest first."""
+        found: list[tuple[dict[str, Any], str]] = []
+        seen: set[str] = set()
+        for incident in self.incidents():
+            if incident["state"] != "sick" or incident["kind"] not in ACTING_KINDS:
+                continue
+            runners = [incident["entity"]] if incident["kind"] == "runner" else incident["persistent_runners"]
+            for runner in runners:
+                if runner not in seen:
+                    seen.add(runner)
+                    found.append((incident, runner))
+        return found
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def start(self, interval_s: float) -> None:
+        self.actions.recover_interrupted()
+        if interval_s <= 0 or self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._loop, args=(interval_s,), name="remediation", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _loop(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            try:
+                self.tick()
+            except Exception:  # the loop must outlive one bad pass; the next one retries
+                log.exception("remediation pass failed")
+
+    def tick(self) -> None:
+        with self.lock:
+            incidents = {i["id"]: i for i in self.incidents()}
+            self._expire()
+            self.actions.watch_reruns()
+            self._mark_drained()
+            self.actions.clear_flakes(incidents)
+            targets = self.targets()
+            if targets and self._storm(targets):
+                return
+            for incident, runner in targets:
+                self._consider(incident, runner)
+            self._candidates_for_approval()
+            self._recover(targets)
+
+    def _storm(self, targets: list[tuple[dict[str, Any], str]]) -> bool:
+        with self.engine.connect() as conn:
+            fleet = sum(1 for row in store.runners(conn).values() if not row.ephemeral)
+        sick = sorted({runner for _incident, runner in targets})
+        if not is_storm(fleet, len(sick), self.settings.storm_ratio, self.settings.storm_min_runners):
+            return False
+        audit.note(
+            self.engine,
+            "storm:" + ",".join(sorted({i["id"] for i, _r in targets})),
+            "fleet-incident",
+            "refused",
+            actor=CONTROLLER,
+            reason=f"{len(sick)} of {fleet} runners sick at once (> {self.settings.storm_ratio:.0%}): "
+            "an outage, not sick runners",
+            detail="acting on nothing until it passes; sick: " + ", ".join(sick),
+        )
+        return True
+
+    def _consider(self, incident: dict[str, Any], runner: str) -> None:
+        pool = self.pool_of(runner)
+        policy = self.policy(pool)
+        what = f"runner {runner} is sick ({incident['dimension']}) in {incident['id']}"
+        if policy.mode == "observe":
+            audit.note(
+                self.engine,
+                f"observe:{incident['id']}:{runner}",
+                "cordon",
+                "skipped",
+                actor=CONTROLLER,
+                runner_id=runner,
+                incident_id=incident["id"],
+                mode="observe",
+                reason=what,
+                detail=f"mode observe: would cordon and rerun its failed jobs; {self.budget(pool).explain()}",
+            )
+            return
+        if policy.mode == "approve":
+            self._candidate(incident, runner, what)
+            return
+        with self.engine.connect() as conn:
+            held = store.out_of_rotation(conn).get(runner)
+        if held is None and not self._auto_cordon(incident, runner, pool, policy, what):
+            return
+        self.actions.rerun_jobs(
+            incident, runner, actor=CONTROLLER, mode="auto", cap=policy.max_reruns_per_job
+        )
+        with self.engine.begin() as conn:
+            held = store.out_of_rotation(conn).get(runner)
+            if held is not None and held.state == "cordoned" and store.reruns(conn, incident["id"]):
+                store.set_state(conn, runner, "draining")
+
+    def _auto_cordon(
+        self, incident: dict[str, Any], runner: str, pool: str | None, policy: Policy, what: str
+    ) -> bool:
+        key = f"cordon:{incident['id']}:{runner}"
+        with self.engine.connect() as conn:
+            if audit.status_of(conn, key) == "done":
+                return False  # cordoned for this incident before and since uncordoned: a person decided
+        if self.actions.waiting(key):
+            return False
+        if self.provider_for(runner) is None:
+            # A cordon only on paper would let CI keep scheduling on it: fail closed and say so.
+            audit.note(
+                self.engine,
+                f"no-provider:{incident['id']}:{runner}",
+                "cordon",
+                "refused",
+                actor=CONTROLLER,
+                runner_id=runner,
+                incident_id=incident["id"],
+                mode="auto",
+                reason=what,
+                detail="no provider configured for this runner (RUNNER_CONTROLLER_PROVIDERS, POOL_PROVIDERS)",
+            )
+            return False
+        room = self.budget(pool)
+        if not room.allows:
+            audit.note(
+                self.engine,
+                f"refused:{incident['id']}:{runner}",
+                "cordon",
+                "refused",
+                actor=CONTROLLER,
+                runner_id=runner,
+                incident_id=incident["id"],
+                mode="auto",
+                reason=what,
+                detail=room.explain(),
+            )
+            return False
+        result = self.actions.cordon(
+            runner,
+            key=key,
+            actor=CONTROLLER,
+            source="controller",
+            mode="auto",
+            incident_id=incident["id"],
+            reason=f"{incident['id']}: sick ({incident['dimension']})",
+            budget_note=room.explain(),
+        )
+        if not result.ok:
+            # The audit log keeps the first deferral of a key; every retry goes to the log.
+            log.warning("not cordoning %s (%s): %s", runner, incident["id"], result.detail)
+            audit.note(
+                self.engine,
+                f"deferred:{key}",
+                "cordon",
+                "failed",
+                actor=CONTROLLER,
+                runner_id=runner,
+                incident_id=incident["id"],
+                mode="auto",
+                reason=what,
+                detail=f"fail closed: {result.detail}",
+            )
+        return result.ok
+
+    def _candidate(self, incident: dict[str, Any], runner: str, what: str) -> None:
+        audit.note(
+            self.engine,
+            f"candidate:{incident['id']}:{runner}",
+            "cordon",
+            "skipped",
+            actor=CONTROLLER,
+            runner_id=runner,
+            incident_id=incident["id"],
+            mode="approve",
+            reason=what,
+            detail=f"mode approve: waiting for an operator (runnerctl drain {runner} --rerun)",
+        )
+
+    def _candidates_for_approval(self) -> None:
+        """In approve mode a suspect is listed too; it is never acted on without an operator."""
+        for incident in self.incidents():
+            if incident["state"] != "suspect" or incident["kind"] != "runner":
+                continue
+            if self.policy(self.pool_of(incident["entity"])).mode == "approve":
+                self._candidate(incident, incident["entity"], f"runner {incident['entity']} is suspect")
+
+    def _mark_drained(self) -> None:
+        with self.engine.connect() as conn:
+            draining = [rid for rid, row in store.out_of_rotation(conn).items() if row.state == "draining"]
+            open_runs = {row.runner_id for row in store.reruns(conn) if row.state in ("pending", "submitted")}
+        for runner in draining:
+            provider = self.provider_for(runner)
+            if runner in open_runs or provider is None:
+                continue
+            try:
+                busy = provider.state(runner).busy
+            except ProviderError:
+                continue
+            if not busy:
+                with self.engine.begin() as conn:
+                    store.set_state(conn, runner, "drained")
+
+    def _expire(self) -> None:
+        now = now_ms()
+        with self.engine.connect() as conn:
+            expired = [
+                rid
+                for rid, row in store.out_of_rotation(conn).items()
+                if row.expires_ms and row.expires_ms <= now
+            ]
+        for runner in expired:
+            self.actions.uncordon(
+                runner,
+                key=f"expire:{runner}:{now}",
+                actor=CONTROLLER,
+                reason="the cordon's expiry passed",
+                mode=None,
+            )
+
+    def _recover(self, targets: list[tuple[dict[str, Any], str]]) -> None:
+        """Own cordons of runners healthy again: after the dwell, uncordon (auto_uncordon) or say so."""
+        sick = {runner for _i, runner in targets}
+        now = now_ms()
+        with self.engine.connect() as conn:
+            mine = {
+                rid: row for rid, row in store.out_of_rotation(conn).items() if row.source == "controller"
+            }
+        for runner, row in mine.items():
+            healthy = runner not in sick and self.health(runner).get("health", "healthy") == "healthy"
+            if not healthy:
+                self.healthy_since.pop(runner, None)
+                continue
+            since = self.healthy_since.setdefault(runner, now)
+            policy = self.policy(self.pool_of(runner))
+            if now - since < policy.recovery_dwell_s * 1000:
+                continue
+            if policy.mode == "auto" and policy.auto_uncordon:
+                # No probe job: a passing probe before uncordoning is not implemented yet.
+                self.actions.uncordon(
+                    runner,
+                    key=f"recover:{row.incident_id}:{runner}",
+                    actor=CONTROLLER,
+                    mode="auto",
+                    reason=f"readings healthy for {policy.recovery_dwell_s:.0f} s (no probe job)",
+                )
+            else:
+                audit.note(
+                    self.engine,
+                    f"recoverable:{row.incident_id}:{runner}",
+                    "uncordon",
+                    "skipped",
+                    actor=CONTROLLER,
+                    runner_id=runner,
+                    incident_id=row.incident_id,
+                    mode=policy.mode,
+                    detail=f"healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl uncordon {runner}`",
+                )

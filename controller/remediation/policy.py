@@ -1,0 +1,82 @@
+"""What the controller may do, per pool: the mode, the disruption budget and the storm guard.
+
+Pure functions of counts, so every refusal can be explained with the numbers that caused it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["observe", "approve", "auto"]
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Mode = "observe"
+    # The most restrictive of the count and the share wins; at least one is always allowed.
+    budget_count: int = Field(default=10, ge=1, description="controller cordons per pool at once")
+    budget_ratio: float = Field(default=0.10, gt=0, le=1, description="share of a pool cordoned at once")
+    min_active: int = Field(default=1, ge=1, description="a pool never drops below this many in rotation")
+    max_reruns_per_job: int = Field(default=1, ge=0)
+    recovery_dwell_s: float = Field(default=1800, ge=0, description="healthy this long before uncordon")
+    auto_uncordon: bool = Field(
+        default=False, description="in auto mode, uncordon after the dwell without an operator"
+    )
+
+
+def policy_for(pool: str | None, default_mode: str, overrides: dict[str, dict[str, Any]]) -> Policy:
+    found = overrides.get(pool or "", {})
+    return Policy(**({"mode": default_mode} | found))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The disruption budget of one pool at one moment."""
+
+    pool: str
+    size: int  # runners known in the pool
+    limit: int  # controller cordons allowed at once
+    by_controller: int  # runners the controller holds cordoned now
+    out_of_rotation: int  # cordoned by anyone
+    min_active: int
+
+    @property
+    def allows(self) -> bool:
+        return self.by_controller < self.limit and self.size - self.out_of_rotation - 1 >= self.min_active
+
+    def explain(self) -> str:
+        head = (
+            f"pool {self.pool}: {self.by_controller} of {self.limit} controller cordons in use, "
+            f"{self.out_of_rotation} of {self.size} runners out of rotation"
+        )
+        if self.by_controller >= self.limit:
+            return f"{head}; budget exhausted (max(1, {self.limit}) at once)"
+        if self.size - self.out_of_rotation - 1 < self.min_active:
+            return f"{head}; cordoning one more would leave fewer than {self.min_active} in rotation"
+        return f"{head}; one more allowed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "size": self.size,
+            "limit": self.limit,
+            "cordoned_by_controller": self.by_controller,
+            "out_of_rotation": self.out_of_rotation,
+            "allows_one_more": self.allows,
+            "explanation": self.explain(),
+        }
+
+
+def budget(pool: str, size: int, by_controller: int, out_of_rotation: int, policy: Policy) -> Budget:
+    limit = max(1, min(policy.budget_count, math.floor(size * policy.budget_ratio)))
+    return Budget(pool, size, limit, by_controller, out_of_rotation, policy.min_active)
+
+
+def is_storm(fleet_size: int, sick: int, ratio: float, min_runners: int) -> bool:
+    """A storm is an outage, not many sick runners: draining them all would only make it worse."""
+    return fleet_size > 0 and sick >= min_runners and sick / fleet_size > ratio

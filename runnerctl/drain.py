@@ -1,0 +1,42 @@
+"""`runnerctl drain RUNNER | -l SELECTOR [--rerun]`: cordon, then rerun its failed jobs elsewhere."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from runnerctl import rotation
+from runnerctl.context import client_of
+from runnerctl.cordon import DryRunOption, ReasonOption, RunnerArg, SelectorOption, report_error, targets
+from runnerctl.output import clean, stderr
+
+
+def drain(
+    ctx: typer.Context,
+    runner: RunnerArg = None,
+    selector: SelectorOption = None,
+    reason: ReasonOption = "",
+    rerun: Annotated[
+        bool, typer.Option("--rerun/--no-rerun", help="rerun the jobs that failed on it during its incident")
+    ] = False,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Cordon runners and (with --rerun) rerun the jobs that failed on them during their incident, on
+    healthy runners. In a pool in `approve` mode this is the operator's approval.
+
+    Examples:
+      runnerctl drain linux-03 --rerun
+      runnerctl drain linux-03 --rerun --dry-run
+    """
+    runners = targets(ctx, runner, selector)
+    body: dict[str, Any] = {"reason": reason, "dry_run": dry_run, "rerun": rerun}
+
+    def done(name: str, answer: dict[str, Any]) -> None:
+        typer.echo(clean(rotation.line(name, answer["status"], dry_run)))
+        for note in answer.get("notes") or []:
+            stderr.print(clean(note), markup=False)
+        typer.echo(clean(rotation.line(name, "drained", dry_run)))
+
+    if rotation.act(client_of(ctx), "drain", runners, body, done, report_error):
+        raise typer.Exit(1)

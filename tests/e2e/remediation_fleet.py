@@ -1,0 +1,176 @@
+"""The whole loop on real processes: a Buildbot fleet uploading JUnit to a real controller, and a real
+runner-agent beside each worker whose disk check watches that worker's scratch filesystem.
+
+A sick worker gets two real faults that a real full disk would cause together: its scratch filesystem
+is a 512 KiB tmpfs filled to the last byte (what its agent measures and write-probes), and its builds'
+scratch space breaks (the harness's sick marker), so most of its tests fail. A tmpfs is used instead of
+a skewed chronyd because it needs no ports, settles at once and is judged by one threshold (free bytes)
+that no healthy worker on this machine comes near.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.agent import agent_process
+from tests.e2e.buildbot import BuildbotFleet, start_fleet
+from tests.servers import Controller, running_controller
+
+TMPFS_BYTES = 512 * 1024
+
+
+def mount_full_tmpfs(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(path)],
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
+    with contextlib.suppress(OSError), (path / "filler").open("wb") as out:
+        while True:
+            out.write(b"\0" * 4096)
+            out.flush()
+
+
+def can_mount_tmpfs(tmp: Path) -> str | None:
+    """None when this host lets us mount a tmpfs (root in a privileged enough place), else why not."""
+    probe = tmp / "mount-probe"
+    probe.mkdir(exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True, timeout=10
+    )
+    if done.returncode != 0:
+        return f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}"
+    subprocess.run(["umount", str(probe)], check=True, timeout=10)
+    return None
+
+
+@dataclass
+class Loop:
+    controller: Controller
+    fleet: BuildbotFleet
+    ingest_token: str
+    agents: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def runnerctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        from tests.servers import REPO, runnerctl_cmd
+
+        return subprocess.run(
+            runnerctl_cmd("--server", self.controller.url, "--token", self.controller.admin_token, *args),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=timeout,
+        )
+
+    def restart_controller(self, **env: str) -> None:
+        """Stop the controller and start it again on the same database, with `env` changed."""
+        self.controller.stop()
+        self.controller.env = self.controller.env | env
+        self.controller.start()
+
+    def paused(self) -> dict[str, bool]:
+        return {name: bool(w["paused"]) for name, w in self.fleet.worker_states().items()}
+
+    def incidents(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.controller.get("/v1/incidents").json()["items"]
+        return items
+
+    def actions(self, **params: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.controller.get("/v1/actions", params=params).json()["items"]
+        return items
+
+    def wait_for(self, what: str, done: Any, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = done()
+            if found:
+                return found
+            time.sleep(0.5)
+        log = self.controller.log.read_text(errors="replace")[-4000:]
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n--- controller log\n{log}")
+
+    def force_round(self, per_worker: int) -> None:
+        """Queue `per_worker` builds pinned to each worker and wait until all of them are complete."""
+        before = len(self.fleet.builds(complete="true"))
+        for _ in range(per_worker):
+            for worker in self.fleet.workers:
+                self.fleet.force_build(worker=worker)
+        self.fleet.wait_builds(before + per_worker * len(self.fleet.workers), timeout=120)
+
+
+@contextlib.contextmanager
+def running_loop(
+    tmp: Path,
+    venv: Path,
+    sick: tuple[str, ...],
+    env: dict[str, str] | None = None,
+    workers: tuple[str, ...] = ("w1", "w2", "w3"),
+) -> Iterator[Loop]:
+    """Controller, fleet and agents up, the `sick` workers broken; everything torn down afterwards."""
+    mounts: list[Path] = []
+    agents: dict[str, subprocess.Popen[bytes]] = {}
+    with running_controller(tmp, env=env) as controller:
+        ingest = controller.token("ingest")
+        results_url = f"{controller.url}/v1/results/junit"
+        with start_fleet(
+            tmp / "buildbot",
+            venv=venv,
+            workers=workers,
+            results_url=results_url,
+            status_push_url=f"{controller.url}/v1/webhooks/buildbot",
+            token=ingest,
+        ) as fleet:
+            # Only now is the master's URL known: restart the controller with it as its provider.
+            controller.stop()
+            providers = {"buildbot": {"url": fleet.url, "timeout_s": 5}}
+            controller.env = controller.env | {"RUNNER_CONTROLLER_PROVIDERS": json.dumps(providers)}
+            controller.start()
+            try:
+                for worker in fleet.workers:
+                    home = tmp / "agents" / worker
+                    home.mkdir(parents=True)
+                    scratch = home / "scratch"
+                    if worker in sick:
+                        mount_full_tmpfs(scratch)
+                        mounts.append(scratch)
+                        fleet.sick_marker(worker).touch()
+                    else:
+                        scratch.mkdir()
+                    config = agent_process.write_config(
+                        home,
+                        controller.url,
+                        controller.token("agent", worker),
+                        identity={
+                            "id": worker,
+                            "name": worker,
+                            "machine": worker,
+                            "pool": "buildbot",
+                            "provider": "buildbot",
+                        },
+                        disk={
+                            "interval_s": 1.0,
+                            "paths": [str(scratch)],
+                            "probe_dir": str(scratch),
+                            "min_free_bytes": 1 << 30,
+                            "min_free_ratio": 0.05,
+                        },
+                        memory={"interval_s": 2.0},
+                        cache={"enabled": False},
+                    )
+                    agents[worker] = agent_process.start(config, home / "agent.log")
+                yield Loop(controller, fleet, ingest, agents)
+            finally:
+                for proc in agents.values():
+                    with contextlib.suppress(AssertionError):
+                        agent_process.stop(proc)
+                for mount in mounts:
+                    subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=10)

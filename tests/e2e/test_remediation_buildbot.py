@@ -1,0 +1,159 @@
+"""The whole story on real processes: a real Buildbot master and workers, a real controller on SQLite,
+a real runner-agent beside each worker. One worker's disk really is full (a tmpfs its agent watches) and
+its builds really fail; the controller must judge it sick (disk), pause it in Buildbot, rebuild its failed
+builds on healthy workers, see them pass and clear the tests' flake records.
+
+The observe and auto tests share one fleet on purpose (a fleet plus its builds is most of a minute on a
+busy two-core machine): the pool starts in observe mode, then its operator switches it to auto.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.buildbot import FAILURE, SUCCESS
+from tests.e2e.remediation_fleet import Loop, can_mount_tmpfs, running_loop
+
+pytestmark = [pytest.mark.needs_buildbot, pytest.mark.slow]
+
+FAST = {
+    "RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0.5",
+    "RUNNER_CONTROLLER_REMEDIATION_INTERVAL_S": "0.5",
+}
+AUTO = {"RUNNER_CONTROLLER_REMEDIATION_POLICIES": '{"buildbot": {"mode": "auto"}}'}
+
+
+@pytest.fixture(scope="module")
+def tmpfs_ok(tmp_path_factory: pytest.TempPathFactory) -> None:
+    problem = can_mount_tmpfs(tmp_path_factory.mktemp("probe"))
+    if problem:
+        pytest.skip(problem)
+
+
+def sick_incident(loop: Loop, worker: str) -> dict[str, Any]:
+    def found() -> dict[str, Any] | None:
+        return next((i for i in loop.incidents() if i["entity"] == worker and i["state"] == "sick"), None)
+
+    incident: dict[str, Any] = loop.wait_for(f"{worker} judged sick", found, timeout=60)
+    return incident
+
+
+@pytest.fixture(scope="module")
+def w3_sick(buildbot_venv: Path, tmpfs_ok: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
+    """Three workers, w3's disk full; three builds each, judged in observe mode (the default)."""
+    with running_loop(tmp_path_factory.mktemp("w3-sick"), buildbot_venv, sick=("w3",), env=FAST) as loop:
+        loop.force_round(3)
+        yield loop
+
+
+def test_observe_mode_pauses_nothing(w3_sick: Loop) -> None:
+    loop = w3_sick
+    incident = sick_incident(loop, "w3")
+    assert incident["dimension"] == "disk"
+    loop.wait_for(
+        "the observe decision in the audit log",
+        lambda: loop.actions(runner="w3", status="skipped"),
+        timeout=30,
+    )
+    (decision,) = loop.actions(runner="w3")
+    assert (decision["action"], decision["mode"]) == ("cordon", "observe")
+    assert "would cordon" in decision["detail"]
+    assert loop.paused() == {"w1": False, "w2": False, "w3": False}
+    assert len(loop.fleet.builds()) == 9  # no rebuilds
+
+
+def test_auto_mode_drains_reruns_and_clears(w3_sick: Loop) -> None:
+    loop = w3_sick
+    loop.restart_controller(**AUTO)
+    incident = sick_incident(loop, "w3")
+    failed = {
+        str(b["buildid"]) for b in loop.fleet.builds(complete="true") if loop.fleet.workername(b) == "w3"
+    }
+    assert all(b["results"] == FAILURE for b in loop.fleet.builds() if loop.fleet.workername(b) == "w3")
+    assert {j["job_id"] for j in incident["affected_jobs"]} == failed
+
+    loop.wait_for("w3 paused in Buildbot", lambda: loop.paused()["w3"], timeout=60)
+    state = loop.fleet.worker_states()["w3"]
+    assert state["pause_reason"].startswith("runnerctl: inc-") and "sick (disk)" in state["pause_reason"]
+    assert loop.paused() == {"w1": False, "w2": False, "w3": True}
+
+    # Each failed build rebuilt exactly once, on a healthy worker, and green there.
+    reruns = loop.wait_for(
+        "every failed build rerun",
+        lambda: (
+            (found := loop.actions(action="rerun", status="done")) and len(found) == len(failed) and found
+        ),
+        timeout=60,
+    )
+    assert {a["job"] for a in reruns} == failed
+    for action in reruns:
+        request = int(action["detail"].rpartition("buildrequest:")[2])
+        build = loop.fleet.wait_build_for_request(request, timeout=90)
+        assert (loop.fleet.workername(build), build["results"]) in {("w1", SUCCESS), ("w2", SUCCESS)}
+
+    clearance = loop.wait_for(
+        "the flake clearance", lambda: loop.controller.get("/v1/clearances").json()["items"], timeout=60
+    )[0]
+    assert clearance["incident"] == incident["id"] and clearance["runner"] == "w3"
+    assert len(clearance["tests"]) >= 3
+    tests = loop.controller.get("/v1/tests").json()["items"]
+    cleared = {t["test_id"] for t in tests if incident["id"] in t["cleared_by"]}
+    assert cleared == set(clearance["tests"])
+
+    test_view = loop.runnerctl("explain", "test", clearance["tests"][0])
+    assert test_view.returncode == 0, test_view.stderr
+    assert f"Cleared:   failures inside {incident['id']} were the runner's" in test_view.stdout
+
+    # Reruns settled and the worker idle: w3 is drained, held by the controller.
+    loop.wait_for(
+        "w3 drained",
+        lambda: (loop.controller.get("/v1/runners/w3").json()["cordon"] or {}).get("state") == "drained",
+        timeout=30,
+    )
+    explained = loop.runnerctl("explain", "runner", "w3")
+    assert explained.returncode == 0, explained.stderr
+    text = explained.stdout
+    assert "Health:    sick (disk)" in text
+    assert "Cordoned:  yes, by runner-controller" in text
+    assert "Remediation (mode auto):" in text
+    assert "clear-flakes done" in text and "cordon done" in text
+    listed = loop.runnerctl("get", "actions", "--runner", "w3")
+    assert listed.returncode == 0, listed.stderr
+    kinds = {tuple(line.split()[1:3]) for line in listed.stdout.splitlines()[1:]}
+    assert {
+        ("cordon", "done"),
+        ("rerun", "done"),
+        ("rerun-result", "done"),
+        ("clear-flakes", "done"),
+    } <= kinds
+    # Nothing was done twice: one pause, one rerun per failed build, even across the restart.
+    assert len(loop.actions(action="cordon", status="done")) == 1
+
+
+def test_budget_holds_when_two_workers_are_sick_at_once(
+    buildbot_venv: Path, tmpfs_ok: None, tmp_path: Path
+) -> None:
+    # Five workers: with two of three sick, the peers would be half sick too and nothing is beyond chance.
+    workers = ("w1", "w2", "w3", "w4", "w5")
+    env = FAST | AUTO
+    with running_loop(tmp_path, buildbot_venv, sick=("w2", "w3"), env=env, workers=workers) as loop:
+        for _ in range(3):
+            for worker in workers:
+                loop.fleet.force_build(worker=worker)
+        refused = loop.wait_for(
+            "the second sick worker refused by the budget",
+            lambda: loop.actions(action="cordon", status="refused"),
+            timeout=150,
+        )
+        paused = [name for name, is_paused in loop.paused().items() if is_paused]
+        assert len(paused) == 1 and paused[0] in {"w2", "w3"}
+        (refusal,) = refused
+        assert refusal["runner"] in {"w2", "w3"} - set(paused)
+        assert "budget exhausted" in refusal["detail"] and "1 of 1 controller cordons" in refusal["detail"]
+        time.sleep(1.5)  # a few more remediation passes
+        assert [n for n, p in loop.paused().items() if p] == paused
