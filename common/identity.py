@@ -18,7 +18,8 @@ class RunnerIdentity(BaseModel):
     runners get a fresh `id` per job, so they are judged by machine, image and pool instead.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Extra fields are ignored, not refused: CI systems add their own (region, os, arch).
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: Name
     name: Name | None = None

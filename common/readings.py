@@ -8,9 +8,9 @@ never "sick": it means the check could not look.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 
 class Status(StrEnum):
@@ -20,7 +20,8 @@ class Status(StrEnum):
 
 
 class _Reading(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Unknown fields are ignored so that a newer agent can talk to an older controller.
+    model_config = ConfigDict(extra="ignore")
 
     status: Status = Status.ok
     reason: str | None = Field(default=None, max_length=100)
@@ -28,7 +29,7 @@ class _Reading(BaseModel):
 
 
 class DiskPath(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     path: str
     mount_point: str | None = None
@@ -62,7 +63,7 @@ class MemoryReading(_Reading):
 
 
 class NtpServerReading(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     server: str
     offset_s: float | None = None
@@ -78,7 +79,7 @@ class ClockReading(_Reading):
 
 
 class CacheDigest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     key: str
     path: str | None = None
@@ -93,4 +94,26 @@ class CacheReading(_Reading):
     caches: list[CacheDigest] = Field(default_factory=list, max_length=64)
 
 
-Reading = Annotated[DiskReading | MemoryReading | ClockReading | CacheReading, Field(discriminator="check")]
+class OtherReading(_Reading):
+    """A check this controller does not know yet: stored as sent, never used as evidence."""
+
+    model_config = ConfigDict(extra="allow")
+    check: str = Field(min_length=1, max_length=40)
+
+
+_KNOWN = frozenset({"disk", "memory", "clock", "cache"})
+
+
+def _check_of(value: Any) -> str:
+    check = value.get("check") if isinstance(value, dict) else getattr(value, "check", None)
+    return check if check in _KNOWN else "other"
+
+
+Reading = Annotated[
+    Annotated[DiskReading, Tag("disk")]
+    | Annotated[MemoryReading, Tag("memory")]
+    | Annotated[ClockReading, Tag("clock")]
+    | Annotated[CacheReading, Tag("cache")]
+    | Annotated[OtherReading, Tag("other")],
+    Discriminator(_check_of),
+]

@@ -15,7 +15,7 @@ class AgentReport(BaseModel):
     loss is never silent.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     agent_id: Name
     boot_id: Name
@@ -28,6 +28,6 @@ class AgentReport(BaseModel):
 
 
 class ReportBatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     reports: list[AgentReport] = Field(max_length=10_000)

@@ -17,6 +17,9 @@ class ControllerSettings(BaseSettings):
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_results_per_request: int = Field(default=200_000, ge=1)
     analysis_interval_s: float = Field(default=10.0, ge=0, description="0 disables the background loop")
+    fresh_reads: bool = Field(
+        default=True, description="reads of verdicts first analyse whatever was stored since the last pass"
+    )
     log_level: str = "info"
 
     # Remediation. Defaults are conservative: decide and explain, act on nothing.

@@ -71,3 +71,21 @@ class AnalysisConfig(BaseModel):
     broken_min_rate: float = 0.95
     resource_p: float = 0.01
     resource_min_share: float = 0.7
+
+
+_NICE_BINS_S = (60, 120, 300, 600, 900, 1800, 3600)
+
+
+def scaled_to(config: AnalysisConfig, span_ms: int) -> AnalysisConfig:
+    """Finer bins for a short history (a replay, a young fleet): at least ~48 bins over what is there.
+
+    A long history keeps the configured bins, so live verdicts do not shift as the history grows past
+    two days."""
+    wanted = span_ms / 1000 / 48
+    if wanted >= config.bin_s:
+        return config
+    bin_s = next((b for b in _NICE_BINS_S if b >= wanted), _NICE_BINS_S[-1])
+    bin_s = min(bin_s, config.bin_s)
+    return config.model_copy(
+        update={"bin_s": bin_s, "outage_bin_s": min(config.outage_bin_s, max(60, bin_s // 2))}
+    )

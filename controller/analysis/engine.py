@@ -10,7 +10,7 @@ import numpy as np
 
 from common.timeutil import iso
 from controller.analysis.attribution import find_clusters
-from controller.analysis.config import AnalysisConfig
+from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
@@ -46,6 +46,8 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     frame = frame.canonical()
     as_of = int(frame.time_ms.max()) if as_of_ms is None else as_of_ms
     selected = frame.time_ms <= as_of
+    if selected.any():
+        config = scaled_to(config, as_of - int(frame.time_ms[selected].min()))
     bins = frame.time_ms // (config.bin_s * 1000)
 
     outages = find_outages(frame.cols, frame.time_ms, frame.fail, selected, config)

@@ -27,7 +27,11 @@ def service(request: Request) -> AnalysisService:
 
 
 def current(request: Request) -> Analysis:
-    return service(request).latest
+    """The analysis covering everything stored so far: a read right after a write sees its verdicts."""
+    svc = service(request)
+    if request.app.state.settings.fresh_reads:
+        return svc.refresh()
+    return svc.latest
 
 
 @router.get("/incidents")

@@ -96,6 +96,8 @@ def list_runners(
         wanted: Selector = parse_selector(selector or "")
     except ValueError as error:
         raise ApiError(422, f"selector: {error}") from error
+    if request.app.state.settings.fresh_reads:
+        request.app.state.analysis.refresh()
     with request.app.state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = execution_counts(conn)
@@ -107,6 +109,8 @@ def list_runners(
 def get_runner(
     request: Request, runner_id: str, _principal: Annotated[Principal, Depends(require(*READ_ROLES))]
 ) -> RunnerView:
+    if request.app.state.settings.fresh_reads:
+        request.app.state.analysis.refresh()
     with request.app.state.engine.connect() as conn:
         row = conn.execute(select(tables.runners).where(tables.runners.c.id == runner_id)).first()
         if row is None:
