@@ -72,15 +72,14 @@ def find_outages(
     h_bin[hinv] = inverse
     h_host = np.zeros(unique_hosts.size, np.int64)
     h_host[hinv] = host
-    h_around = _host_rate_around(bins[h_bin], h_host, h_obs, h_n, radius)
-    active_hosts = h_n >= 3
-    elevated = (
-        (h_obs >= np.maximum(2, config.outage_min_ratio * h_exp))
-        & (h_obs >= 2 * h_around * h_n)
-        & active_hosts
+    # Jobs report when they end, so one 5-minute bin sees only the hosts that happened to finish a job
+    # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
+    active, failing = _hosts_bursting(bins, h_bin, h_host, h_obs, h_exp, h_n, radius, config)
+    # The fleet's own rate before and after (15 min to 2 h away): a burst stands out from both.
+    fleet_around = np.maximum(
+        _rate_between(bins, observed, executions, -2 * radius, -3),
+        _rate_between(bins, observed, executions, 3, 2 * radius),
     )
-    active = np.bincount(h_bin, weights=active_hosts.astype(float), minlength=bins.size)
-    failing = np.bincount(h_bin, weights=elevated.astype(float), minlength=bins.size)
 
     failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
@@ -89,8 +88,14 @@ def find_outages(
     flagged = (
         (observed >= config.outage_min_ratio * expect)
         & (p < config.outage_p)
-        & (failing >= config.outage_min_runners)
-        & (failing >= config.outage_min_share * np.maximum(active, 1))
+        & (
+            (
+                (failing >= config.outage_min_runners)
+                & (failing >= config.outage_min_share * np.maximum(active, 1))
+            )
+            # Or the whole fleet bursts above its own rate on either side, on more than one host.
+            | ((observed >= config.outage_min_ratio * fleet_around * executions) & (failing >= 2))
+        )
         & (distinct >= 3)
     )
     # An outage's edges are weaker than its core: grow each core over neighbouring bins that are
@@ -105,6 +110,61 @@ def find_outages(
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
+
+
+def _rate_between(
+    bins: np.ndarray, observed: np.ndarray, executions: np.ndarray, lo: int, hi: int
+) -> np.ndarray:
+    """The fleet's failure rate over the bins from `lo` to `hi` bins away (1 where there is too little
+    data to say, so that no burst is seen against nothing)."""
+    cum_o = np.concatenate([[0.0], np.cumsum(observed)])
+    cum_n = np.concatenate([[0.0], np.cumsum(executions)])
+    start = np.searchsorted(bins, bins + lo, side="left")
+    stop = np.searchsorted(bins, bins + hi, side="right")
+    o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
+    return np.where(n >= 50, (o + 1) / (n + 2), 1.0)
+
+
+def _hosts_bursting(
+    bins: np.ndarray,
+    h_bin: np.ndarray,
+    h_host: np.ndarray,
+    h_obs: np.ndarray,
+    h_exp: np.ndarray,
+    h_n: np.ndarray,
+    radius: int,
+    config: AnalysisConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per bin: how many hosts were active in it or next to it, and how many of those burst."""
+    absolute = bins[h_bin].astype(np.int64)
+    order = np.lexsort((absolute, h_host))
+    host_sorted, bin_sorted = h_host[order].astype(np.int64), absolute[order]
+    span = int(bins.max()) + 4 * radius + 10
+    key = host_sorted * span + bin_sorted
+    cum = {
+        name: np.concatenate([[0.0], np.cumsum(values[order])])
+        for name, values in (("o", h_obs), ("e", h_exp), ("n", h_n))
+    }
+    around = _host_rate_around(absolute, h_host, h_obs, h_n, radius)[order]
+    # Every (host, bin) pair with data speaks for the bins next to it too.
+    centers = np.unique(np.concatenate([key + d for d in (-1, 0, 1)]))
+    start = np.searchsorted(key, centers - 1, side="left")
+    stop = np.searchsorted(key, centers + 1, side="right")
+    w = {name: c[stop] - c[start] for name, c in cum.items()}
+    nearest = np.clip(np.searchsorted(key, centers), 0, key.size - 1)
+    rate_around = around[nearest]
+    active_hosts = w["n"] >= 3
+    bursting = (
+        active_hosts
+        & (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"]))
+        & (w["o"] >= 2 * rate_around * w["n"])
+    )
+    center_bin = centers % span
+    position = np.searchsorted(bins, center_bin)
+    known = (position < bins.size) & (bins[np.clip(position, 0, bins.size - 1)] == center_bin)
+    active = np.bincount(position[known], weights=active_hosts[known].astype(float), minlength=bins.size)
+    failing = np.bincount(position[known], weights=bursting[known].astype(float), minlength=bins.size)
+    return active[: bins.size], failing[: bins.size]
 
 
 def _host_rate_around(
