@@ -144,13 +144,6 @@ def bh_cutoff(p_values: list[float], tests: int, q: float) -> float:
     return float(ordered[np.flatnonzero(passing).max()]) if passing.any() else 0.0
 
 
-def q_values(p_values: list[float], tests: int) -> list[float]:
-    if not p_values:
-        return []
-    padded = np.concatenate([np.asarray(p_values), np.ones(max(0, tests - len(p_values)))])
-    return [float(v) for v in stats.false_discovery_control(padded, method="bh")[: len(p_values)]]
-
-
 def breadth(
     segment: Segment,
     test: np.ndarray,

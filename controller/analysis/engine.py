@@ -27,7 +27,6 @@ class Analysis:
     incidents: list[dict[str, Any]] = field(default_factory=list)
     outages: list[dict[str, Any]] = field(default_factory=list)
     health: dict[str, dict[str, Any]] = field(default_factory=dict)
-    counts: dict[str, tuple[int, int]] = field(default_factory=dict)
     tests: list[dict[str, Any]] = field(default_factory=list)
     discount: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     reasons: list[str] = field(default_factory=list)
@@ -84,7 +83,6 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         incidents=incidents,
         outages=outage_dicts,
         health=_health(frame, incidents, badness, as_of, config),
-        counts=_counts(frame, selected),
         tests=tests,
         discount=discount,
         reasons=reasons,
@@ -147,14 +145,3 @@ def _health(
         )
         entry["warnings"] = [f"latest {d} reading is bad" for d in dimensions]
     return health
-
-
-def _counts(frame: Frame, selected: np.ndarray) -> dict[str, tuple[int, int]]:
-    runners = frame.cols["runner"][selected]
-    codes, inverse = np.unique(runners, return_inverse=True)
-    executions = np.bincount(inverse)
-    failures = np.bincount(inverse, weights=frame.fail[selected].astype(float))
-    return {
-        frame.name("runner", int(c)) or "?": (int(executions[i]), int(failures[i]))
-        for i, c in enumerate(codes)
-    }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from common.timeutil import iso
+from common.timeutil import iso, to_ms
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis
 from controller.analysis.flake import entity_name, entity_of
@@ -94,9 +95,7 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
 
 
 def _ms(text: str) -> int:
-    from datetime import datetime
-
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+    return to_ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
 def explain_test(frame: Frame, analysis: Analysis, test_id: str) -> dict[str, Any] | None:
