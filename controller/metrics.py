@@ -25,6 +25,12 @@ class Metrics:
             ["status"],
             registry=r,
         )
+        self.webhook_deliveries = Counter(
+            "runnerctl_webhook_deliveries_total",
+            "Provider webhook deliveries, by provider and status (new, replayed, rejected, ignored)",
+            ["provider", "status"],
+            registry=r,
+        )
         self.agent_reports_dropped = Counter(
             "runnerctl_agent_spool_dropped_reports_total",
             "Reports agents say their spool had to drop",

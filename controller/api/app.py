@@ -16,6 +16,7 @@ from controller.api import analysis, errors, health, remediation, reports, resul
 from controller.ingest.service import Ingest
 from controller.metrics import Metrics
 from controller.providers import build_providers
+from controller.providers.base import WebhookReceiver
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.settings import ControllerSettings
@@ -25,11 +26,12 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     metrics = Metrics()
 
     analysis_service = AnalysisService(engine, metrics)
+    providers = build_providers(settings.providers)
     remediator = Remediator(
         engine,
         settings,
         incidents=lambda: analysis_service.latest.incidents,
-        providers=build_providers(settings.providers),
+        providers=providers,
         health=lambda runner_id: analysis_service.latest.health.get(runner_id, {}),
     )
 
@@ -57,6 +59,9 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
     app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
     app.state.remediator = remediator
+    app.state.webhook_receivers = {
+        name: provider for name, provider in providers.items() if isinstance(provider, WebhookReceiver)
+    }
 
     def cordon_of(runner_id: str) -> dict[str, Any] | None:
         with engine.connect() as conn:

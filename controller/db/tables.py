@@ -194,3 +194,23 @@ clearances = Table(
     Column("reason", Text, nullable=False),
     Column("at_ms", BigInteger, nullable=False),
 )
+
+# Provider webhook deliveries already taken in: a redelivery (same provider, same id) stores nothing.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("provider", String(40), primary_key=True),
+    Column("delivery_id", String(200), primary_key=True),
+    Column("event", String(100)),
+    Column("received_ms", BigInteger, nullable=False),
+    Index("ix_webhook_deliveries_received", "received_ms"),
+)
+
+# Where each polled provider's last poll ended (Jenkins: the newest build seen per job).
+poll_cursors = Table(
+    "poll_cursors",
+    metadata,
+    Column("provider", String(40), primary_key=True),
+    Column("cursor", Text),
+    Column("updated_ms", BigInteger, nullable=False),
+)

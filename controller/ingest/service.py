@@ -12,8 +12,10 @@ from sqlalchemy.engine import Engine
 from common.api import ReportsAccepted, ResultsAccepted
 from common.reports import AgentReport
 from common.results import TestResult
+from controller.db import tables
+from controller.db.upsert import insert_ignore_rows
 from controller.ingest.reports import store_reports
-from controller.ingest.results import store_results
+from controller.ingest.results import StoreOutcome, store_results
 from controller.metrics import Metrics
 
 
@@ -36,6 +38,32 @@ class Ingest:
         if outcome.new:
             self._on_new_data()
         return ResultsAccepted(accepted=outcome.accepted, new=outcome.new, duplicate=outcome.duplicate)
+
+    def delivery(
+        self, provider: str, delivery_id: str | None, event: str, records: Sequence[TestResult]
+    ) -> StoreOutcome | None:
+        """A provider's webhook delivery: its results, and its id so a redelivery stores nothing.
+        Both in one transaction; None when this delivery was already taken in."""
+        now_ms = int(time.time() * 1000)
+        with self._locked(), self._engine.begin() as conn:
+            if delivery_id is not None:
+                new = insert_ignore_rows(
+                    conn,
+                    tables.webhook_deliveries,
+                    ("provider", "delivery_id", "event", "received_ms"),
+                    [(provider, delivery_id[:200], event[:100], now_ms)],
+                    "provider, delivery_id",
+                )
+                if not new:
+                    self._metrics.webhook_deliveries.labels(provider, "replayed").inc()
+                    return None
+            outcome = store_results(conn, records, now_ms)
+        self._metrics.webhook_deliveries.labels(provider, "new").inc()
+        self._metrics.results_ingested.labels("new").inc(outcome.new)
+        self._metrics.results_ingested.labels("duplicate").inc(outcome.duplicate)
+        if outcome.new:
+            self._on_new_data()
+        return outcome
 
     def reports(self, batch: Sequence[AgentReport]) -> ReportsAccepted:
         now_ms = int(time.time() * 1000)
