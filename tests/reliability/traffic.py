@@ -153,10 +153,11 @@ def stored(db: str, ledger: Ledger, agent_prefix: str = "") -> Stored:
                 {"p": agent_prefix + "%"},
             )
         }
+        # A join, not a subquery per report: readings has no index on report_id.
         readings_wrong = conn.execute(
             text(
-                "SELECT count(*) FROM reports r WHERE r.agent_id LIKE :p AND "
-                "(SELECT count(*) FROM readings g WHERE g.report_id = r.id) <> :n"
+                "SELECT count(*) FROM (SELECT r.id FROM reports r LEFT JOIN readings g ON g.report_id = r.id "
+                "WHERE r.agent_id LIKE :p GROUP BY r.id HAVING count(g.id) <> :n) AS wrong"
             ),
             {"p": agent_prefix + "%", "n": READINGS_PER_REPORT},
         ).scalar_one()
@@ -209,7 +210,7 @@ class Client:
                 timeout=self.timeout_s,
             )
         except requests.RequestException as error:
-            self.ledger.error(f"{path}: {type(error).__name__}")
+            self.ledger.error(f"{path}: {type(error).__name__}: {str(error)[:300]}")
             return None
 
     def send_reports(self, reports: list[dict[str, Any]]) -> bool:
