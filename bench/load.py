@@ -121,12 +121,11 @@ def run_phase(
     local = threading.local()
 
     def client(replica: Controller, timeout_s: float) -> Client:
-        if not hasattr(local, "clients"):
-            local.clients = {}
-        found: Client = local.clients.setdefault(
-            replica.url, Client(lambda: replica.url, token, ledger, timeout_s)
-        )
-        return found
+        """This thread's client for a replica."""
+        clients: dict[str, Client] = local.__dict__.setdefault("clients", {})
+        if replica.url not in clients:
+            clients[replica.url] = Client(lambda: replica.url, token, ledger, timeout_s, keep_alive=False)
+        return clients[replica.url]
 
     def report(n: int, due: float) -> None:
         agent, seq = n % agents, n // agents + 1

@@ -190,12 +190,23 @@ class Client:
     spool: "acknowledged" means HTTP 200 with the keys in the body, nothing less.
     """
 
-    def __init__(self, url: Callable[[], str], token: str, ledger: Ledger, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: Callable[[], str],
+        token: str,
+        ledger: Ledger,
+        timeout_s: float = 10.0,
+        keep_alive: bool = True,
+    ) -> None:
         self.url = url
         self.ledger = ledger
         self.timeout_s = timeout_s
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {token}"
+        if not keep_alive:
+            # A connection per request, as an agent reporting every 30 s has (the server closes idle
+            # ones after 5 s). Reusing one idle for about that long races the server's close.
+            self.session.headers["Connection"] = "close"
 
     def close(self) -> None:
         self.session.close()
