@@ -68,11 +68,11 @@ def faults() -> list[Fault]:
     return [
         # The first cordon: rate limited through all of the client's retries (it honours Retry-After).
         Fault("POST", f"workers/{SICK}$", 429, retry_after="1", rpc="pause", times=4),
-        # The second: the master pauses the worker, then the answer is lost (read timeout is 1 s).
-        Fault("POST", f"workers/{SICK}$", 200, delay_s=1.5, after=True, rpc="pause"),
+        # The second: the master pauses the worker, then the answer is lost (the read timeout is 2 s).
+        Fault("POST", f"workers/{SICK}$", 200, delay_s=3, after=True, rpc="pause"),
         # The first three rebuilds: queued then a 500; queued then the answer lost; refused with 429.
         Fault("POST", "builds/", 500, after=True, rpc="rebuild"),
-        Fault("POST", "builds/", 200, delay_s=1.5, after=True, rpc="rebuild"),
+        Fault("POST", "builds/", 200, delay_s=3, after=True, rpc="rebuild"),
         Fault("POST", "builds/", 429, retry_after="1", rpc="rebuild"),
     ]
 
@@ -81,7 +81,7 @@ def test_provider_faults_during_a_drain_double_nothing(tmp_path: Path) -> None:
     with running_master(workers=tuple(f"linux-{i:02d}" for i in range(1, 9))) as master:
         master.state.faults = faults()
         env = {
-            "RUNNER_CONTROLLER_PROVIDERS": json.dumps({"buildbot": {"url": master.url, "timeout_s": 1}}),
+            "RUNNER_CONTROLLER_PROVIDERS": json.dumps({"buildbot": {"url": master.url, "timeout_s": 2}}),
             "RUNNER_CONTROLLER_REMEDIATION_POLICIES": json.dumps({"linux": {"mode": "auto"}}),
             "RUNNER_CONTROLLER_REMEDIATION_INTERVAL_S": "0.3",
             "RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0",
