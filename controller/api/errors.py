@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from controller.db.failures import classify
+
+log = logging.getLogger(__name__)
+# How long a sender should wait before resending after a database failure; agents back off on their own.
+RETRY_AFTER_S = 5
 
 
 class ApiError(Exception):
@@ -66,4 +74,20 @@ def install(app: FastAPI) -> None:
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(
             {"detail": exc.detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(DBAPIError)
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        failure = classify(exc, request.app.state.engine)
+        if failure is None:
+            raise exc  # not the database's condition but our bug: a 500 with its traceback in the log
+        # One line per request, not a traceback: an outage would otherwise bury the log.
+        log.warning("%s %s: %s", request.method, request.url.path, failure.message)
+        if failure.disk_full:
+            detail = f"{failure.message}: nothing was stored from this request; free space there, then resend"
+            return JSONResponse({"detail": detail, "errors": []}, status_code=507)
+        return JSONResponse(
+            {"detail": f"{failure.message}: nothing was stored from this request; retry later", "errors": []},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
         )

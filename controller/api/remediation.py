@@ -88,7 +88,9 @@ def list_actions(
     action: Annotated[
         str | None, Query(description="cordon, uncordon, rerun, rerun-result, clear-flakes, ...")
     ] = None,
-    status: Annotated[str | None, Query(description="intended, done, failed, refused, skipped")] = None,
+    status: Annotated[
+        str | None, Query(description="intended, done, failed, refused, skipped, deferred")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
 ) -> dict[str, Any]:
     """The audit log, newest first: every action attempted, refused or skipped, and why."""

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
+from controller.errors import ProviderBusy, ProviderRejected, ProviderUnavailable, RunnerNotFound
 
 log = logging.getLogger(__name__)
 MAX_RETRY_AFTER_S = 30.0
@@ -103,16 +104,14 @@ class ProviderHttp:
         ok: tuple[int, ...] = (),
         **kwargs: Any,
     ) -> requests.Response:
-        """Send one call and map failures: 404 → RunnerNotFound, 429/5xx/timeouts → ProviderUnavailable
-        (with Retry-After), other 4xx → ProviderRejected. Statuses in `ok` are returned, not raised."""
+        """Send one call and map failures: 404 → RunnerNotFound, 5xx/timeouts → ProviderUnavailable, 429 →
+        ProviderBusy (both with Retry-After), other 4xx → ProviderRejected. Statuses in `ok` are returned, not raised."""
         chosen = self.safe if retry else self.once
         url = self.url(path)
         try:
             response = chosen.request(method, url, timeout=self.timeout, **kwargs)
-        except requests.Timeout as error:
-            raise ProviderUnavailable(self.provider, f"{method} {path}: timed out") from error
-        except requests.RequestException as error:  # connection refused, reset, too many retries
-            raise ProviderUnavailable(self.provider, f"{method} {path}: {type(error).__name__}") from error
+        except requests.RequestException as error:  # timed out, connection refused, reset, too many retries
+            raise ProviderUnavailable(self.provider, f"{method} {path}: {_why(error)}") from error
         self.last = Exchange(method, path, response.status_code, _short(response.text))
         if self._on_exchange is not None:
             self._on_exchange(self.last)
@@ -122,7 +121,9 @@ class ProviderHttp:
             return response
         if status == 404:
             raise RunnerNotFound(self.provider, f"{what} not found ({method} {path}: HTTP 404)")
-        if status == 429 or status >= 500:
+        if status == 429:
+            raise ProviderBusy(self.provider, f"{method} {path}: HTTP 429", retry_after=retry_after(response))
+        if status >= 500:
             raise ProviderUnavailable(
                 self.provider, f"{method} {path}: HTTP {status}", retry_after=retry_after(response)
             )
@@ -149,6 +150,17 @@ def retry_after(response: requests.Response) -> float | None:
         return float(response.headers.get("Retry-After", ""))
     except ValueError:
         return None
+
+
+def _why(error: requests.RequestException) -> str:
+    """What went wrong, in the audit log's words. A read timeout after urllib3 used up its retries (for a
+    rerun: none) reaches us as a ConnectionError wrapping the timeout: still say it timed out."""
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    if isinstance(error, requests.Timeout) or isinstance(reason, urllib3.exceptions.TimeoutError):
+        return "timed out"
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        return "could not connect"
+    return type(reason or error).__name__
 
 
 def _short(text: str, limit: int = 300) -> str:

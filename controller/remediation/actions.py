@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from controller.errors import ProviderError, ProviderUnavailable
+from controller.errors import ProviderBusy, ProviderError, ProviderUnavailable
 from controller.providers.base import JobRef, Provider
 from controller.remediation import audit, store
 
@@ -199,12 +199,17 @@ class Actions:
         for job_id, job in sorted(jobs.items()):
             key = f"rerun:{incident['id']}:{job_id}"
             with self.engine.begin() as conn:
-                if store.has_rerun(conn, key):
+                state = store.rerun_state(conn, key)
+                if state is None:
+                    known = store.reruns_of_job(conn, job_id)
+                    capped = known >= cap
+                    if not capped:
+                        store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
+                elif state == "deferred" and not self.waiting(key):
+                    capped = False  # rate limited before, nothing queued: its turn again
+                    store.update_rerun(conn, key, state="pending")
+                else:
                     continue  # submitted before: the watcher (or crash recovery) owns it now
-                known = store.reruns_of_job(conn, job_id)
-                capped = known >= cap
-                if not capped:
-                    store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
             if capped:
                 audit.note(
                     self.engine,
@@ -246,10 +251,32 @@ class Actions:
             mode=mode,
             reason=f"job {job_id} failed on {runner} during {incident_id}",
         )
-        if not entry.new:
+        if not entry.new and entry.status != "deferred":
             return self._interrupted(key, entry.id, job_id)
+        if not entry.new:
+            audit.retry(self.engine, entry.id)
         try:
             new = provider.rerun(JobRef(job_id, run_id))
+        except ProviderBusy as error:
+            # Refused before the provider acted: nothing was queued, so submitting again later is safe.
+            with self.engine.begin() as conn:
+                store.update_rerun(conn, key, state="deferred")
+            detail = f"{self.defer(key, error)} (a 429 queues nothing: safe to submit again)"
+            audit.finish(self.engine, entry.id, "deferred", detail)
+            # The entry above moves on when the rerun is submitted; this one keeps the first refusal.
+            audit.note(
+                self.engine,
+                f"deferred:{key}",
+                "rerun",
+                "deferred",
+                actor=actor,
+                runner_id=runner,
+                incident_id=incident_id,
+                job_id=job_id,
+                mode=mode,
+                detail=detail,
+            )
+            return detail
         except ProviderUnavailable as error:
             # A timeout or 5xx may come after the provider queued it: never resubmit on our own.
             with self.engine.begin() as conn:
@@ -264,6 +291,7 @@ class Actions:
             return str(error)
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="submitted", new_job_id=new.id)
+        self.succeeded(key)
         audit.finish(self.engine, entry.id, "done", f"queued as {new.id}")
         return f"job {job_id} rerun as {new.id}"
 

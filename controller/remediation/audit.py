@@ -88,6 +88,11 @@ def finish(engine: Engine, entry_id: int, status: str, detail: str | None = None
         conn.execute(update(tables.actions).where(tables.actions.c.id == entry_id).values(**values))
 
 
+def retry(engine: Engine, entry_id: int) -> None:
+    """A deferred action is attempted again: `intended` once more, committed before the provider is called."""
+    finish(engine, entry_id, "intended")
+
+
 def status_of(conn: Connection, key: str) -> str | None:
     found = conn.execute(select(tables.actions.c.status).where(tables.actions.c.key == key)).scalar()
     return None if found is None else str(found)

@@ -269,7 +269,7 @@ class Remediator(OperatorEntryPoints):
     def _mark_drained(self) -> None:
         with self.engine.connect() as conn:
             draining = [rid for rid, row in store.out_of_rotation(conn).items() if row.state == "draining"]
-            open_runs = {row.runner_id for row in store.reruns(conn) if row.state in ("pending", "submitted")}
+            open_runs = {row.runner_id for row in store.reruns(conn) if row.state in store.RERUN_OPEN}
         for runner in draining:
             provider = self.provider_for(runner)
             if runner in open_runs or provider is None:
