@@ -98,3 +98,18 @@ def upsert_runners(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     # One statement per distinct key set keeps executemany valid; sort for a stable lock order.
     full.sort(key=lambda row: row["id"])
     conn.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=updates), full)
+
+
+def add_counts(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    keys: Sequence[str],
+    counters: Sequence[str],
+) -> None:
+    """Insert rows, or add their counters to the stored row with the same key."""
+    if not rows:
+        return
+    stmt = _insert(conn, table)
+    updates = {name: table.c[name] + stmt.excluded[name] for name in counters}
+    conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=updates), list(rows))
