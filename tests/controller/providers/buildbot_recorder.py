@@ -7,6 +7,7 @@ the controller while the rebuild is in flight.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -47,7 +48,7 @@ class Recorder:
         }
 
     def control(self, path: str, body: dict[str, Any]) -> Any:
-        kind, _, target = path.partition("/")
+        target = path.partition("/")[2]
         method = body.get("method", "")
         with self.lock:
             self.calls.append((method, target))
@@ -73,10 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        try:
+        with contextlib.suppress(OSError):  # the controller that asked was killed meanwhile
             self.wfile.write(data)
-        except OSError:  # the controller that asked was killed meanwhile
-            pass
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
