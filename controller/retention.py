@@ -6,7 +6,7 @@ as_of only grows, so a row beyond it stays beyond it, and one result stamped in 
 the window forward over stored history. Pruned results are first added to `result_days` (per test,
 pool and UTC day), which keeps a test's flake history; readings need no aggregate, as nothing reads
 them past the horizon. Each batch is one transaction of at most `retention_batch_rows` rows per table,
-fenced by the lease, walked per runner along the (runner, time) indexes.
+fenced by the lease, walked per runner along the (runner, time) indexes, with a pause after it.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from controller.metrics import Metrics
 from controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
+PAUSE_S = 0.15
 
 
 class Retention:
@@ -77,11 +78,16 @@ class Retention:
                 (tables.reports, tables.reports.c.observed_ms, found.readings_from_ms),
             ):
                 while not self._stop.is_set():
+                    started = time.monotonic()
                     deleted = self._batch(table, runner, column, before)
                     pruned[table.name] += deleted
                     self.metrics.retention_pruned.labels(table.name).inc(deleted)
                     if deleted < self.batch:
                         break
+                    # Leave the database to other writers at least as long as the batch held it:
+                    # SQLite's busy handler retries every 100 ms at most, and would otherwise lose every
+                    # race for the lock (ingest, the lease's renewal) until the pruning is done.
+                    self._stop.wait(max(PAUSE_S, time.monotonic() - started))
         if pruned:
             log.info("retention pruned %s", dict(pruned))
         return dict(pruned)

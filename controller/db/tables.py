@@ -116,6 +116,7 @@ readings = Table(
     Column("data", Text, nullable=False),
     Index("ix_readings_runner_observed", "runner_id", "observed_ms"),
     Index("ix_readings_check_observed", "check", "observed_ms"),
+    Index("ix_readings_report", "report_id"),  # 0005: retention deletes reports, which cascades here
 )
 
 incidents = Table(

@@ -45,9 +45,13 @@ def upgrade() -> None:
         sa.Column("failures", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("test_id", "pool", "day_ms", name=op.f("pk_result_days")),
     )
+    # Deleting a report makes the database look for its readings (the cascade): without this index,
+    # every pruned report would scan the whole readings table.
+    op.create_index("ix_readings_report", "readings", ["report_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_readings_report", table_name="readings")
     op.drop_table("result_days")
     op.drop_table("analysis_snapshot")
     op.drop_table("leases")
