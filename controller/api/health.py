@@ -16,9 +16,8 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-def healthz(request: Request) -> dict[str, str]:
-    role = "leader" if request.app.state.leadership.is_leader() else "follower"
-    return {"status": "ok", "role": role}
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
 
 
 @router.get("/v1/health")
