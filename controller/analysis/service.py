@@ -88,7 +88,8 @@ class AnalysisService:
     def served(self) -> Analysis:
         """The verdicts as they stand, without analysing on the caller's time."""
         with self._lock:
-            if self.leads():
+            # A new leader serves its predecessor's stored verdicts until its own first pass.
+            if self.leads() and self.source != "none":
                 return self.latest
             return self._follow(fresh=False, force=False)
 
@@ -96,7 +97,7 @@ class AnalysisService:
         """An analysis that carries its rows (what explanations need); a follower computes its own."""
         with self._lock:
             if self.leads():
-                return self._pass(False) if fresh else self.latest
+                return self._pass(False) if fresh or self.source != "own pass" else self.latest
             if self.source == "read-only pass" and not (fresh and self._behind()):
                 return self.latest
             return self._analyse(persist=False)
