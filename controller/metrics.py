@@ -56,3 +56,14 @@ class Metrics:
             "runnerctl_analysis_duration_seconds", "Time one analysis pass took", registry=r
         )
         self.outages = Gauge("runnerctl_outages", "Outage windows found in the stored history", registry=r)
+        self.leader = Gauge(
+            "runnerctl_leader",
+            "1 while this replica holds the leader lease (analysis, remediation)",
+            registry=r,
+        )
+        self.retention_pruned = Counter(
+            "runnerctl_retention_pruned_rows_total",
+            "Rows retention deleted beyond the analysis window, by table",
+            ["table"],
+            registry=r,
+        )

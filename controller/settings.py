@@ -22,6 +22,18 @@ class ControllerSettings(BaseSettings):
     )
     log_level: str = "info"
 
+    # Replicas (docs/reliability.md, "Replicas and leadership"): one leader analyses, remediates, prunes.
+    leader_lease_ttl_s: float = Field(
+        default=15.0, ge=0.3, description="a killed leader is replaced within this plus a third of it"
+    )
+    analysis_window_days: float = Field(
+        default=90.0, ge=1, description="the analysis reads this far back; retention prunes only beyond"
+    )
+    retention_interval_s: float = Field(
+        default=3600.0, ge=0, description="how often the leader prunes beyond the window; 0 never"
+    )
+    retention_batch_rows: int = Field(default=5000, ge=1, description="rows deleted per transaction")
+
     # Remediation. Defaults are conservative: decide and explain, act on nothing.
     remediation_mode: str = Field(
         default="observe", pattern="^(observe|approve|auto)$", description="default for pools not listed"

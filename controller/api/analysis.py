@@ -9,6 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
 from common.timeutil import iso
+from controller import retention
 from controller.analysis.engine import Analysis
 from controller.analysis.explain import explain_runner, explain_test
 from controller.analysis.service import AnalysisService
@@ -31,7 +32,7 @@ def current(request: Request) -> Analysis:
     svc = service(request)
     if request.app.state.settings.fresh_reads:
         return svc.refresh()
-    return svc.latest
+    return svc.served()
 
 
 @router.get("/incidents")
@@ -112,18 +113,22 @@ def quarantine(request: Request, _p: Reader) -> str:
 def get_test_explanation(
     request: Request, _p: Reader, test_id: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
-    latest = current(request)
+    latest = service(request).with_frame(request.app.state.settings.fresh_reads)
     found = explain_test(latest.frame, latest, test_id)
     if found is None:
         raise ApiError(404, f"test '{test_id}' not found")
     found["cleared_by"] = request.app.state.cleared_by().get(test_id, [])
+    with request.app.state.engine.connect() as conn:
+        found["archived"] = [
+            {"day": iso(day.pop("day_ms"))} | day for day in retention.archived(conn, test_id)
+        ]
     return found
 
 
 @router.get("/runners/{runner_id}/explain")
 def get_runner_explanation(request: Request, runner_id: str, _p: Reader) -> dict[str, Any]:
     svc = service(request)
-    latest = current(request)
+    latest = svc.with_frame(request.app.state.settings.fresh_reads)
     found = explain_runner(latest.frame, latest, runner_id, svc.config)
     if found is None:
         raise ApiError(404, f"runner '{runner_id}' not found")
@@ -136,6 +141,7 @@ def get_runner_explanation(request: Request, runner_id: str, _p: Reader) -> dict
 def analysis_status(request: Request, _p: Reader) -> dict[str, Any]:
     status = service(request).status()
     status["as_of"] = iso(status["as_of"]) if status["as_of"] else None
+    status["role"] = request.app.state.leadership.status()["role"]
     return status
 
 

@@ -11,37 +11,49 @@ from fastapi import FastAPI, Request, Response
 from sqlalchemy.engine import Engine
 
 from common.api import Health
+from controller.analysis.config import AnalysisConfig
 from controller.analysis.service import AnalysisService
 from controller.api import analysis, errors, health, remediation, reports, results, runners, webhooks
 from controller.ingest.service import Ingest
+from controller.leadership import Leadership
 from controller.metrics import Metrics
 from controller.providers import build_providers
 from controller.providers.base import WebhookReceiver
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
+from controller.retention import Retention
 from controller.settings import ControllerSettings
 
 
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     metrics = Metrics()
 
-    analysis_service = AnalysisService(engine, metrics)
+    leadership = Leadership(engine, settings.leader_lease_ttl_s, metrics)
+    analysis_service = AnalysisService(
+        engine, metrics, AnalysisConfig(window_days=settings.analysis_window_days), leadership
+    )
     providers = build_providers(settings.providers)
     remediator = Remediator(
         engine,
         settings,
-        incidents=lambda: analysis_service.latest.incidents,
+        incidents=lambda: analysis_service.served().incidents,
         providers=providers,
-        health=lambda runner_id: analysis_service.latest.health.get(runner_id, {}),
+        health=lambda runner_id: analysis_service.served().health.get(runner_id, {}),
+        leadership=leadership,
     )
+    retention = Retention(engine, settings, leadership, analysis_service, metrics)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        leadership.start()
         analysis_service.start(settings.analysis_interval_s)
         remediator.start(settings.remediation_interval_s)
+        retention.start()
         yield
+        retention.stop()
         remediator.stop()
         analysis_service.stop()
+        leadership.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -56,6 +68,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.analysis = analysis_service
+    app.state.leadership = leadership
     app.state.ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
     app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
     app.state.remediator = remediator

@@ -106,3 +106,18 @@ def _runner_upsert(dialect: str) -> Any:
         else_=table.c.last_report_ms,
     )
     return stmt.on_conflict_do_update(index_elements=["id"], set_=updates)
+
+
+def add_counts(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    keys: Sequence[str],
+    counters: Sequence[str],
+) -> None:
+    """Insert rows, or add their counters to the stored row with the same key."""
+    if not rows:
+        return
+    stmt = _insert(conn, table)
+    updates = {name: table.c[name] + stmt.excluded[name] for name in counters}
+    conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=updates), list(rows))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from controller.errors import ProviderBusy, ProviderError, ProviderUnavailable
 from controller.providers.base import JobRef, Provider
@@ -35,13 +35,26 @@ class Result:
 
 
 class Actions:
-    def __init__(self, engine: Engine, provider_for: Callable[[str], Provider | None]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        provider_for: Callable[[str], Provider | None],
+        fence: Callable[[Connection], None] | None = None,
+    ) -> None:
         self.engine = engine
         self.provider_for = provider_for
+        # The leader's lease check, run in the transaction of every audit entry these steps write.
+        self.fence = fence
         # key -> time.monotonic() before which a failed step is not retried; in memory on purpose: a
         # restart retries at once, which is safe because every step is idempotent or never repeated.
         self.retry_at: dict[str, float] = {}
         self.failures: dict[str, int] = {}
+
+    def begin(self, key: str, action: str, **fields: Any) -> audit.Entry:
+        return audit.begin(self.engine, key, action, fence=self.fence, **fields)
+
+    def note(self, key: str, action: str, status: str, **fields: Any) -> audit.Entry:
+        return audit.note(self.engine, key, action, status, fence=self.fence, **fields)
 
     # -- backoff (fail closed, retry later) -----------------------------------------------------------
 
@@ -79,8 +92,7 @@ class Actions:
         provider = self.provider_for(runner)
         if provider is None:
             # Nothing to pause: the cordon is a record that keeps the controller from acting on it.
-            entry = audit.begin(
-                self.engine,
+            entry = self.begin(
                 key,
                 "cordon",
                 actor=actor,
@@ -110,8 +122,7 @@ class Actions:
             state = provider.state(runner)
         except ProviderError as error:
             return Result("failed", self.defer(key, error), ok=False)
-        entry = audit.begin(
-            self.engine,
+        entry = self.begin(
             key,
             "cordon",
             actor=actor,
@@ -163,9 +174,7 @@ class Actions:
 
     def uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
         provider = self.provider_for(runner)
-        entry = audit.begin(
-            self.engine, key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason
-        )
+        entry = self.begin(key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason)
         if provider is not None:
             try:
                 provider.uncordon(runner)
@@ -211,8 +220,7 @@ class Actions:
                 else:
                     continue  # submitted before: the watcher (or crash recovery) owns it now
             if capped:
-                audit.note(
-                    self.engine,
+                self.note(
                     f"rerun-capped:{incident['id']}:{job_id}",
                     "rerun",
                     "refused",
@@ -240,8 +248,7 @@ class Actions:
         actor: str,
         mode: str | None,
     ) -> str:
-        entry = audit.begin(
-            self.engine,
+        entry = self.begin(
             key,
             "rerun",
             actor=actor,
@@ -312,7 +319,7 @@ class Actions:
             statuses = {row.key: audit.status_of(conn, row.key) for row in pending}
         for row in pending:
             if statuses[row.key] == "intended":
-                entry = audit.begin(self.engine, row.key, "rerun", actor=CONTROLLER)
+                entry = self.begin(row.key, "rerun", actor=CONTROLLER)
                 self._interrupted(row.key, entry.id, row.job_id)
             elif statuses[row.key] is None:
                 with self.engine.begin() as conn:  # logged nowhere: never attempted, safe to drop
@@ -337,8 +344,7 @@ class Actions:
         """A rerun finished (polled, or pushed by the provider's webhook)."""
         with self.engine.begin() as conn:
             store.update_rerun(conn, row.key, state=outcome)
-        audit.note(
-            self.engine,
+        self.note(
             f"rerun-result:{row.key}",
             "rerun-result",
             "done",
@@ -369,8 +375,7 @@ class Actions:
             with self.engine.begin() as conn:
                 added = store.add_clearance(conn, incident_id, runs[0].runner_id, tests, reason)
             if added:
-                audit.note(
-                    self.engine,
+                self.note(
                     f"clear:{incident_id}",
                     "clear-flakes",
                     "done",

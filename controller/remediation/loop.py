@@ -4,6 +4,10 @@ Each pass reads the latest analysis, and for every *sick* runner (or a sick mach
 runners), per its pool's policy: observe (say what it would do), approve (list it as a candidate for
 `runnerctl drain`) or auto (cordon within the budget, then rerun its failed jobs elsewhere). It watches
 the reruns, records a flake clearance when they all pass, and undoes only its own cordons.
+
+With several replicas only the leader runs passes (controller/leadership.py), and every audit entry it
+writes is fenced by its lease. A replica that becomes leader first settles what the last one left in
+flight: a rerun logged as intended is never resubmitted (it may have been queued), so it is not done twice.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError
+from controller.leadership import Leadership, LeaseLost
 from controller.providers.base import Provider
 from controller.remediation import audit, store
 from controller.remediation.actions import CONTROLLER, Actions
@@ -36,13 +41,17 @@ class Remediator(OperatorEntryPoints):
         incidents: Callable[[], list[dict[str, Any]]],
         providers: dict[str, Provider],
         health: Callable[[str], dict[str, Any]] | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
         self.incidents = incidents
         self.providers = providers
         self.health = health or (lambda _runner: {})
-        self.actions = Actions(engine, self.provider_for)
+        self.leadership = leadership
+        self.actions = Actions(engine, self.provider_for, fence=leadership.fence if leadership else None)
+        self.operator_actions = Actions(engine, self.provider_for)
+        self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
         self._stop = threading.Event()
@@ -92,7 +101,8 @@ class Remediator(OperatorEntryPoints):
     # -- the loop -------------------------------------------------------------------------------------
 
     def start(self, interval_s: float) -> None:
-        self.actions.recover_interrupted()
+        if self.leadership is None:  # the only replica: what a crash left in flight is settled now
+            self.actions.recover_interrupted()
         if interval_s <= 0 or self._thread is not None:
             return
         self._thread = threading.Thread(
@@ -109,11 +119,28 @@ class Remediator(OperatorEntryPoints):
         while not self._stop.wait(interval_s):
             try:
                 self.tick()
+            except LeaseLost as lost:
+                log.warning("remediation pass stopped: %s", lost)
             except Exception:  # the loop must outlive one bad pass; the next one retries
                 log.exception("remediation pass failed")
 
+    def leads(self) -> bool:
+        """Whether this replica may run a pass; a new term first settles what the last leader left."""
+        if self.leadership is None:
+            return True
+        term = self.leadership.term()
+        if term is None:
+            return False
+        if term != self.led_term:
+            self.actions.recover_interrupted()
+            self.healthy_since.clear()  # kept in memory: the dwell restarts with the new leader
+            self.led_term = term
+        return True
+
     def tick(self) -> None:
         with self.lock:
+            if not self.leads():
+                return
             incidents = {i["id"]: i for i in self.incidents()}
             self._expire()
             self.actions.watch_reruns()
@@ -133,8 +160,7 @@ class Remediator(OperatorEntryPoints):
         sick = sorted({runner for _incident, runner in targets})
         if not is_storm(fleet, len(sick), self.settings.storm_ratio, self.settings.storm_min_runners):
             return False
-        audit.note(
-            self.engine,
+        self.actions.note(
             "storm:" + ",".join(sorted({i["id"] for i, _r in targets})),
             "fleet-incident",
             "refused",
@@ -150,8 +176,7 @@ class Remediator(OperatorEntryPoints):
         policy = self.policy(pool)
         what = f"runner {runner} is sick ({incident['dimension']}) in {incident['id']}"
         if policy.mode == "observe":
-            audit.note(
-                self.engine,
+            self.actions.note(
                 f"observe:{incident['id']}:{runner}",
                 "cordon",
                 "skipped",
@@ -189,8 +214,7 @@ class Remediator(OperatorEntryPoints):
             return False
         if self.provider_for(runner) is None:
             # A cordon only on paper would let CI keep scheduling on it: fail closed and say so.
-            audit.note(
-                self.engine,
+            self.actions.note(
                 f"no-provider:{incident['id']}:{runner}",
                 "cordon",
                 "refused",
@@ -204,8 +228,7 @@ class Remediator(OperatorEntryPoints):
             return False
         room = self.budget(pool)
         if not room.allows:
-            audit.note(
-                self.engine,
+            self.actions.note(
                 f"refused:{incident['id']}:{runner}",
                 "cordon",
                 "refused",
@@ -230,8 +253,7 @@ class Remediator(OperatorEntryPoints):
         if not result.ok:
             # The audit log keeps the first deferral of a key; every retry goes to the log.
             log.warning("not cordoning %s (%s): %s", runner, incident["id"], result.detail)
-            audit.note(
-                self.engine,
+            self.actions.note(
                 f"deferred:{key}",
                 "cordon",
                 "failed",
@@ -245,8 +267,7 @@ class Remediator(OperatorEntryPoints):
         return result.ok
 
     def _candidate(self, incident: dict[str, Any], runner: str, what: str) -> None:
-        audit.note(
-            self.engine,
+        self.actions.note(
             f"candidate:{incident['id']}:{runner}",
             "cordon",
             "skipped",
@@ -326,8 +347,7 @@ class Remediator(OperatorEntryPoints):
                     reason=f"readings healthy for {policy.recovery_dwell_s:.0f} s (no probe job)",
                 )
             else:
-                audit.note(
-                    self.engine,
+                self.actions.note(
                     f"recoverable:{row.incident_id}:{runner}",
                     "uncordon",
                     "skipped",

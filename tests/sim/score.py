@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from common.timeutil import to_ms
 from controller.analysis.engine import Analysis
@@ -33,17 +33,19 @@ class Grade:
 
     def clean(self) -> bool:
         return not (
-            self.false_sick or self.missed_sick or self.wrong_dimension or self.missed_outages
-            or self.false_flaky or self.missed_flaky
+            self.false_sick
+            or self.missed_sick
+            or self.wrong_dimension
+            or self.missed_outages
+            or self.false_flaky
+            or self.missed_flaky
         )
 
 
 def grade(fleet: Fleet, analysis: Analysis) -> Grade:
     truth = fleet.truth
     g = Grade()
-    called = {
-        (i["kind"], i["entity"]): i for i in analysis.incidents if i["state"] in ("sick", "suspect")
-    }
+    called = {(i["kind"], i["entity"]): i for i in analysis.incidents if i["state"] in ("sick", "suspect")}
     g.false_sick = set(called) - set(truth.sick)
     g.missed_sick = set(truth.sick) - set(called)
     for key in set(called) & set(truth.sick):
@@ -52,7 +54,10 @@ def grade(fleet: Fleet, analysis: Analysis) -> Grade:
             g.wrong_dimension[key] = (want, got)
     for start, end in truth.outages:
         s, e = to_ms(start), to_ms(end)
-        found = [(to_ms(datetime.fromisoformat(o["start"])), to_ms(datetime.fromisoformat(o["end"]))) for o in analysis.outages]
+        found = [
+            (to_ms(datetime.fromisoformat(o["start"])), to_ms(datetime.fromisoformat(o["end"])))
+            for o in analysis.outages
+        ]
         if not any(a <= e and b >= s for a, b in found):
             g.missed_outages += 1
     flaky = {t["test_id"] for t in analysis.tests if t["verdict"] == "flaky"}
