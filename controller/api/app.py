@@ -13,10 +13,11 @@ from sqlalchemy.engine import Engine
 from common.api import Health
 from controller.analysis.service import AnalysisService
 from controller.api import analysis, errors, health, remediation, reports, results, runners, webhooks
+from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
 from controller.metrics import Metrics
 from controller.providers import build_providers
-from controller.providers.base import WebhookReceiver
+from controller.providers.base import Poller, WebhookReceiver
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.settings import ControllerSettings
@@ -34,12 +35,18 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         providers=providers,
         health=lambda runner_id: analysis_service.latest.health.get(runner_id, {}),
     )
+    ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
+    polling = Polling(
+        ingest, {n: p for n, p in providers.items() if isinstance(p, Poller)}, settle=remediator.pushed
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         analysis_service.start(settings.analysis_interval_s)
         remediator.start(settings.remediation_interval_s)
+        polling.start(settings.poll_interval_s)
         yield
+        polling.stop()
         remediator.stop()
         analysis_service.stop()
         engine.dispose()
@@ -56,7 +63,8 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.analysis = analysis_service
-    app.state.ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
+    app.state.ingest = ingest
+    app.state.polling = polling
     app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
     app.state.remediator = remediator
     app.state.webhook_receivers = {
