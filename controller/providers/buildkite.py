@@ -95,6 +95,7 @@ class BuildkiteProvider:
         url: str = API_URL,
         graphql_url: str = GRAPHQL_URL,
         pause_minutes: int = 24 * 60,
+        pause_check_s: float = 60.0,
         max_skew_s: float = 300.0,
         runner_id: str = "name",
         pool: str | None = None,
@@ -107,6 +108,7 @@ class BuildkiteProvider:
             raise ValueError("buildkite pause_minutes must be at least 1")
         self.org = org
         self.pause_minutes = pause_minutes
+        self.pause_check_s = pause_check_s
         self.max_skew_s = max_skew_s
         self.runner_id = runner_id
         self.pool = pool
@@ -119,7 +121,9 @@ class BuildkiteProvider:
         self._webhook_key = webhook_token.encode() if webhook_token else None
         self._lock = threading.Lock()
         self._agent_ids: dict[str, str] = {}  # agent name -> UUID, learnt from webhooks and lookups
-        self._pause_until: dict[str, float] = {}  # UUID -> when our last pause expires (epoch s)
+        # UUID -> (when its pause was last read, when Buildkite says it expires): read again every
+        # pause_check_s, since a person may resume it and Buildkite may cap the timeout we asked for.
+        self._pause_seen: dict[str, tuple[float, float | None]] = {}
 
     def __repr__(self) -> str:  # never the tokens
         return f"BuildkiteProvider(org={self.org!r}, url={self.http.base!r})"
@@ -136,7 +140,7 @@ class BuildkiteProvider:
         if response.status_code == 422 and "not paused" not in _message(response):
             raise ProviderRejected(NAME, f"resume agent {runner}: {_message(response)}", 422)
         with self._lock:
-            self._pause_until.pop(agent, None)
+            self._pause_seen.pop(agent, None)
 
     def state(self, runner: str) -> RunnerState:
         agent = self._agent_id(runner)
@@ -166,18 +170,23 @@ class BuildkiteProvider:
     # -- keeping a pause alive ------------------------------------------------------------------------
 
     def renew_cordon(self, runner: str, reason: str) -> None:
-        """Re-pause an agent whose pause (ours) has lapsed or lapses within the margin."""
+        """Re-pause an agent whose pause (ours) has lapsed or lapses within the margin; the pause is
+        read from Buildkite at most every `pause_check_s`."""
         agent = self._agent_id(runner)
         now = time.time()
         margin = min(600.0, self.pause_minutes * 15.0)  # a quarter of the pause, at most 10 minutes
         with self._lock:
-            until = self._pause_until.get(agent)
-        if until is not None and until - now > margin:
+            seen = self._pause_seen.get(agent)
+        if (
+            seen is not None
+            and now - seen[0] < self.pause_check_s
+            and (seen[1] is None or seen[1] - now > margin)
+        ):
             return
         pause = self._pause_state(agent, runner)
+        with self._lock:
+            self._pause_seen[agent] = (now, pause.expires_at)
         if pause.paused and (pause.expires_at is None or pause.expires_at - now > margin):
-            with self._lock:
-                self._pause_until[agent] = pause.expires_at or now + margin
             return
         if pause.paused:
             # Buildkite refuses to pause a paused agent: resume and pause back to back, the window
@@ -291,9 +300,6 @@ class BuildkiteProvider:
         response = self._send("PUT", f"agents/{agent}/pause", f"agent {agent}", json=body, ok=(422,))
         if response.status_code == 422 and "already paused" not in _message(response):
             raise ProviderRejected(NAME, f"pause agent {agent}: {_message(response)}", 422)
-        if response.status_code != 422:
-            with self._lock:
-                self._pause_until[agent] = time.time() + self.pause_minutes * 60
 
     def _pause_state(self, agent: str, runner: str) -> Pause:
         variables = {"slug": f"{self.org}/{agent}"}

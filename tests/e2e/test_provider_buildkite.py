@@ -49,6 +49,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             "url": f"{fake.url}/v2",
             "graphql_url": f"{fake.url}/graphql/v1",
             "pool": "linux",
+            "pause_check_s": 0.5,
             "timeout_s": 5,
         }
     }
@@ -108,6 +109,11 @@ def test_sick_agent_paused_jobs_retried_and_flakes_cleared(story: Story) -> None
         f"rerun {bk.jobs[j].retried_in} of job {j} passed" for j in sick_jobs
     }
     assert len(actions(controller, action="cordon", status="done")) == 1
+
+    # The pause times out in Buildkite; the controller still holds bk-3, so it pauses it again.
+    bk.expire_pause("bk-3")
+    wait_for(controller, "bk-3 paused again", lambda: bk.agent("bk-3").paused)
+    assert bk.calls(under="/v2")[len(writes) :] == [f"PUT {org}/agents/{bk3.id}/pause"]
 
 
 def post(story: Story, body: bytes, headers: dict[str, str]) -> requests.Response:

@@ -156,11 +156,12 @@ class FakeBuildkite(FakeServer):
             return [j.id for j in made]
 
     def expire_pause(self, name: str) -> None:
-        """Move an agent's pause back in time so that it has just timed out."""
+        """Move an agent's pause back in time so that it has just timed out (and is resumed)."""
         with self.lock:
             agent = self.agent(name)
             if agent.paused_at is not None:
                 agent.paused_at -= agent.paused_minutes * 60 + 1
+            self._expire_pauses()
 
     def idle(self) -> bool:
         with self.lock:

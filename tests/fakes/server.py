@@ -112,7 +112,9 @@ class FakeServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, name=type(self).__name__, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name=type(self).__name__, daemon=True
+        ).start()
 
     def stop(self) -> None:
         if self._server is not None:
