@@ -10,7 +10,6 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import requests
@@ -159,6 +158,6 @@ def test_webhook_refusals_store_nothing(story: Story) -> None:
     assert post(story, ping, token_headers | {"X-Buildkite-Token": "nope"}).status_code == 401
 
 
-def test_no_path_for_unconfigured_provider(story: Story, tmp_path: Path) -> None:
+def test_no_path_for_unconfigured_provider(story: Story) -> None:
     answer = requests.post(f"{story.controller.url}/v1/webhooks/jenkins", data=b"{}", timeout=10)
     assert answer.status_code == 404 and "configured: buildkite" in answer.json()["detail"]
