@@ -50,6 +50,11 @@ class ControllerSettings(BaseSettings):
     )
     # CI providers: {"buildbot": {"url": "http://127.0.0.1:8010/", "username": ..., "password": ...}}.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
+    poll_interval_s: float = Field(
+        default=15.0,
+        ge=0,
+        description="how often providers without webhooks (Jenkins) are polled; 0 disables",
+    )
     pool_providers: dict[str, str] = Field(
         default_factory=dict, description="pool -> provider, for runners whose identity names none"
     )

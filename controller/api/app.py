@@ -14,11 +14,12 @@ from common.api import Health
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.service import AnalysisService
 from controller.api import analysis, errors, health, remediation, reports, results, runners, webhooks
+from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
 from controller.leadership import Leadership
 from controller.metrics import Metrics
 from controller.providers import build_providers
-from controller.providers.base import WebhookReceiver
+from controller.providers.base import Poller, WebhookReceiver
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.retention import Retention
@@ -42,6 +43,13 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         leadership=leadership,
     )
     retention = Retention(engine, settings, leadership, analysis_service, metrics)
+    ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
+    polling = Polling(
+        ingest,
+        {n: p for n, p in providers.items() if isinstance(p, Poller)},
+        settle=remediator.pushed,
+        leads=leadership.is_leader,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -49,7 +57,9 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         analysis_service.start(settings.analysis_interval_s)
         remediator.start(settings.remediation_interval_s)
         retention.start()
+        polling.start(settings.poll_interval_s)
         yield
+        polling.stop()
         retention.stop()
         remediator.stop()
         analysis_service.stop()
@@ -69,7 +79,8 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.metrics = metrics
     app.state.analysis = analysis_service
     app.state.leadership = leadership
-    app.state.ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
+    app.state.ingest = ingest
+    app.state.polling = polling
     app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
     app.state.remediator = remediator
     app.state.webhook_receivers = {

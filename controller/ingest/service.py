@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
 from common.api import ReportsAccepted, ResultsAccepted
@@ -59,6 +60,30 @@ class Ingest:
                     return None
             outcome = store_results(conn, records, now_ms)
         self._metrics.webhook_deliveries.labels(provider, "new").inc()
+        self._metrics.results_ingested.labels("new").inc(outcome.new)
+        self._metrics.results_ingested.labels("duplicate").inc(outcome.duplicate)
+        if outcome.new:
+            self._on_new_data()
+        return outcome
+
+    def poll_cursor(self, provider: str) -> str | None:
+        t = tables.poll_cursors
+        with self._engine.connect() as conn:
+            found = conn.execute(select(t.c.cursor).where(t.c.provider == provider)).scalar_one_or_none()
+        return None if found is None else str(found)
+
+    def polled(self, provider: str, cursor: str | None, records: Sequence[TestResult]) -> StoreOutcome:
+        """A poll's results and the cursor after them, in one transaction: a crash between the two can
+        neither skip results nor (results being deduplicated) store them twice."""
+        now_ms = int(time.time() * 1000)
+        t = tables.poll_cursors
+        with self._locked(), self._engine.begin() as conn:
+            outcome = store_results(conn, records, now_ms)
+            moved = conn.execute(
+                update(t).where(t.c.provider == provider).values(cursor=cursor, updated_ms=now_ms)
+            ).rowcount
+            if not moved:
+                conn.execute(t.insert().values(provider=provider, cursor=cursor, updated_ms=now_ms))
         self._metrics.results_ingested.labels("new").inc(outcome.new)
         self._metrics.results_ingested.labels("duplicate").inc(outcome.duplicate)
         if outcome.new:

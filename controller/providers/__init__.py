@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.providers import buildbot
+from controller.providers import buildbot, buildkite, jenkins
 from controller.providers.base import Provider
 
-PROVIDERS = (buildbot.BuildbotProvider,)
+PROVIDERS = (
+    buildbot.BuildbotProvider,
+    buildkite.BuildkiteProvider,
+    jenkins.JenkinsProvider,
+)
 
 
 def build_providers(config: dict[str, dict[str, Any]]) -> dict[str, Provider]:

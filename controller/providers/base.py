@@ -104,6 +104,14 @@ class WebhookReceiver(Protocol):
 
 
 @runtime_checkable
+class RenewsCordon(Protocol):
+    """A provider whose pause lapses by itself (Buildkite's `timeout_in_minutes`): the remediation loop
+    calls this every pass for each runner the controller or an operator holds cordoned."""
+
+    def renew_cordon(self, runner: str, reason: str) -> None: ...
+
+
+@runtime_checkable
 class Poller(Protocol):
     NAME: str
 

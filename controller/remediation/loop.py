@@ -21,9 +21,9 @@ from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError
 from controller.leadership import Leadership, LeaseLost
-from controller.providers.base import Provider
+from controller.providers.base import Provider, RenewsCordon
 from controller.remediation import audit, store
-from controller.remediation.actions import CONTROLLER, Actions
+from controller.remediation.actions import CONTROLLER, MARK, Actions
 from controller.remediation.audit import now_ms
 from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
@@ -143,6 +143,7 @@ class Remediator(OperatorEntryPoints):
                 return
             incidents = {i["id"]: i for i in self.incidents()}
             self._expire()
+            self._renew_cordons()
             self.actions.watch_reruns()
             self._mark_drained()
             self.actions.clear_flakes(incidents)
@@ -319,6 +320,20 @@ class Remediator(OperatorEntryPoints):
                 reason="the cordon's expiry passed",
                 mode=None,
             )
+
+    def _renew_cordons(self) -> None:
+        """Keep our pauses in force where the provider lets them lapse; a pause someone made in the
+        provider itself (source `provider`) is theirs to keep or let go."""
+        with self.engine.connect() as conn:
+            held = {rid: row for rid, row in store.out_of_rotation(conn).items() if row.source != "provider"}
+        for runner, row in held.items():
+            provider = self.provider_for(runner)
+            if not isinstance(provider, RenewsCordon):
+                continue
+            try:
+                provider.renew_cordon(runner, f"{MARK} {row.reason}")
+            except ProviderError as error:
+                log.warning("could not renew the cordon of %s: %s", runner, error)
 
     def _recover(self, targets: list[tuple[dict[str, Any], str]]) -> None:
         """Own cordons of runners healthy again: after the dwell, uncordon (auto_uncordon) or say so."""
