@@ -26,7 +26,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     metrics = Metrics()
 
     analysis_service = AnalysisService(engine, metrics)
-    providers = build_providers(settings.providers)
+    providers = build_providers(settings.providers, engine)
     remediator = Remediator(
         engine,
         settings,
