@@ -79,7 +79,15 @@ class Agents:
         self._thread = threading.Thread(target=self._run, name="agents", daemon=True)
 
     def start(self) -> None:
+        """Start reporting, and return once every runner has a reading on record for over a second:
+        providers stamp jobs to the second, and a failure stamped before the runner's first reading
+        has no reading to be explained by (in life, agents report long before the jobs come)."""
         self._thread.start()
+        deadline = time.monotonic() + 30
+        while len(self.answers) < len(self.identities) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.answers) == len(self.identities), "the agents' reports were not accepted"
+        time.sleep(1.2)
 
     def stop(self) -> None:
         self._stop.set()
@@ -111,12 +119,30 @@ def story_controller(tmp: Path, providers: dict[str, Any], pool: str) -> Iterato
         yield controller
 
 
-def sick_incident(controller: Controller, runner: str, timeout: float = 30) -> dict[str, Any]:
+def sick_incident(
+    controller: Controller, runner: str, jobs: list[str], timeout: float = 30
+) -> dict[str, Any]:
+    """The runner's sick incident, once it names exactly `jobs` as the affected ones."""
+
     def found() -> dict[str, Any] | None:
         items = controller.get("/v1/incidents").json()["items"]
-        return next((i for i in items if i["entity"] == runner and i["state"] == "sick"), None)
+        return next(
+            (
+                i
+                for i in items
+                if i["entity"] == runner
+                and i["state"] == "sick"
+                and sorted(j["job_id"] for j in i["affected_jobs"]) == jobs
+            ),
+            None,
+        )
 
-    return wait_for(controller, f"{runner} judged sick", found, timeout)
+    try:
+        return wait_for(controller, f"{runner} judged sick", found, timeout)
+    except AssertionError as error:
+        seen = [i for i in controller.get("/v1/incidents").json()["items"] if i["entity"] == runner]
+        health = controller.get(f"/v1/runners/{runner}").json()
+        raise AssertionError(f"{error}\n--- incidents of {runner}: {seen}\n--- runner: {health}") from None
 
 
 def actions(controller: Controller, **params: str) -> list[dict[str, Any]]:

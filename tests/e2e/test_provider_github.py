@@ -30,6 +30,7 @@ RUNNERS = ("gh-1", "gh-2", "gh-3")
 JOBS = ("unit", "lint", "integration")
 RUNS_ON = ["self-hosted", "linux-x64"]
 SECRET = "webhook-s3cret"
+ROUNDS = 3  # three failed jobs a round on the sick runner: well beyond chance, never borderline
 LABELS = "/repos/acme/web/actions/runners/3/labels"
 
 
@@ -68,22 +69,22 @@ def test_sick_runner_cordoned_reruns_pass_elsewhere_and_flakes_clear(
     story: tuple[FakeGitHub, Controller, Agents],
 ) -> None:
     fake, controller, agents = story
-    for _round in range(2):
+    for _round in range(ROUNDS):
         for runner in RUNNERS:
             for name in JOBS:
                 fake.queue(name, RUNS_ON, pin=runner)
     fake.wait_idle()
     failed = sorted(fake.job_id(j) for j in fake.jobs.values() if j.runner and j.runner.name == "gh-3")
-    assert len(failed) == 6
+    assert len(failed) == 3 * ROUNDS
 
-    incident = sick_incident(controller, "gh-3")
+    # Judged as soon as the evidence suffices; the jobs whose webhooks come later join the incident.
+    incident = sick_incident(controller, "gh-3", jobs=failed)
     assert incident["dimension"] == "disk"
-    assert sorted(j["job_id"] for j in incident["affected_jobs"]) == failed
 
     wait_for(
         controller,
         "every failed job rerun",
-        lambda: len(actions(controller, action="rerun", status="done")) == 6,
+        lambda: len(actions(controller, action="rerun", status="done")) == 3 * ROUNDS,
         30,
     )
     # Exactly one label removal, then one rerun per failed job: nothing done twice.
@@ -98,12 +99,20 @@ def test_sick_runner_cordoned_reruns_pass_elsewhere_and_flakes_clear(
     )[0]
     assert (clearance["incident"], clearance["runner"]) == (incident["id"], "gh-3")
     assert sorted(clearance["tests"]) == sorted(f"job:{name}" for name in JOBS)
+    # The controller may act before the last failure's webhook is in; that job is rerun a moment later.
+    wait_for(controller, "every rerun", lambda: len(fake.calls()) == 1 + 3 * ROUNDS, 30)
+    fake.wait_idle()
     second = [j for j in fake.jobs.values() if j.run_attempt == 2]
-    assert len(second) == 6
+    assert len(second) == 3 * ROUNDS
     assert {j.runner.name for j in second if j.runner} <= {"gh-1", "gh-2"}
     assert all(j.conclusion == "success" for j in second)
-    settled = actions(controller, action="rerun-result")
-    assert len(settled) == 6 and all(a["detail"].endswith("passed") for a in settled)
+    settled = wait_for(
+        controller,
+        "every rerun settled by its webhook",
+        lambda: (found := actions(controller, action="rerun-result")) and len(found) == 3 * ROUNDS and found,
+        30,
+    )
+    assert all(a["detail"].endswith("passed") for a in settled)
 
     # The agent of the cordoned runner is told, so where labels cannot stop it, its on_cordon can.
     wait_for(
@@ -142,7 +151,8 @@ def test_replayed_delivery_stores_nothing_twice_and_other_events_are_ignored(
 ) -> None:
     fake, controller, _agents = story
     job = fake.queue("replayed", ["self-hosted", "no-such-label"])  # never runs: stays queued
-    job.runner, job.status, job.conclusion = fake.runner("gh-1"), "completed", "success"
+    with fake.lock:
+        job.runner, job.status, job.conclusion = fake.runner("gh-1"), "completed", "success"
     body = fake.payload(job, "completed")
     headers = fake.headers(body)
     before = controller.count("results")

@@ -174,7 +174,8 @@ class FakeGitHub(FakeServer):
                     eligible = [r for r in eligible if r.name == job.pin]
                 if not eligible:
                     continue
-                runner = eligible[0]
+                # The newest runner first: a cordon that did not take would show as a job landing there.
+                runner = eligible[-1]
                 job.runner, job.status, job.started_at = runner, "in_progress", _now()
                 job.done_at = now + self.job_seconds
                 runner.busy = True
@@ -182,7 +183,7 @@ class FakeGitHub(FakeServer):
         for job, action in events:
             self._deliver(job, action)
 
-    def wait_idle(self, timeout: float = 10.0) -> None:
+    def wait_idle(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:

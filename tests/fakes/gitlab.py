@@ -165,14 +165,15 @@ class FakeGitLab(FakeServer):
                 if job.pin is not None:
                     eligible = [r for r in eligible if r.description == job.pin]
                 if eligible:
-                    job.runner, job.status, job.started_at = eligible[0], "running", _now()
+                    # The newest runner first: a pause that did not take would show as a job landing there.
+                    job.runner, job.status, job.started_at = eligible[-1], "running", _now()
                     job.done_at = now + self.job_seconds
                     events.append(job)
             snapshots = [(job, self.payload(job)) for job in events]
         for _job, body in snapshots:
             self._send(body)
 
-    def wait_idle(self, timeout: float = 10.0) -> None:
+    def wait_idle(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:

@@ -8,8 +8,10 @@ controller made (`calls()`), the way they would read a provider's audit log.
 from __future__ import annotations
 
 import json
+import queue
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -68,6 +70,10 @@ class FakeServer:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        # Deliveries go out in order from their own thread, as a provider's do: a slow receiver delays
+        # webhooks, never the jobs.
+        self._outbox: queue.Queue[tuple[str, str, dict[str, str], bytes] | None] = queue.Queue()
+        self._sender = threading.Thread(target=self._send_forever, name="fake-provider-webhooks", daemon=True)
 
     # -- routes and the record ------------------------------------------------------------------------
 
@@ -147,6 +153,7 @@ class FakeServer:
             target=self._server.serve_forever, args=(0.05,), name="fake-provider", daemon=True
         )
         self._thread.start()
+        self._sender.start()
 
     def tick(self) -> None:
         """One step of the provider's own work (start queued jobs, finish running ones)."""
@@ -163,6 +170,7 @@ class FakeServer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._outbox.put(None)
         if self._ticker is not None:
             self._ticker.join(timeout=10)
         if self._server is not None:
@@ -172,7 +180,24 @@ class FakeServer:
 
     # -- webhooks -------------------------------------------------------------------------------------
 
-    def send_webhook(self, url: str, event: str, headers: dict[str, str], body: bytes) -> Delivery:
+    def send_webhook(self, url: str, event: str, headers: dict[str, str], body: bytes) -> None:
+        self._outbox.put((url, event, headers, body))
+
+    def wait_delivered(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self._outbox.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not self._outbox.unfinished_tasks, "webhooks still waiting to be delivered"
+
+    def _send_forever(self) -> None:
+        while (item := self._outbox.get()) is not None:
+            try:
+                self._post(*item)
+            finally:
+                self._outbox.task_done()
+        self._outbox.task_done()
+
+    def _post(self, url: str, event: str, headers: dict[str, str], body: bytes) -> None:
         try:
             response = requests.post(url, data=body, headers=headers, timeout=30)
             try:
@@ -184,4 +209,3 @@ class FakeServer:
             delivery = Delivery(event, headers, body, 0, str(error))
         with self.lock:
             self.deliveries.append(delivery)
-        return delivery
