@@ -13,6 +13,7 @@ from types import ModuleType
 
 from agent import __version__, checks, identity, schedule
 from agent.checks.base import CheckConfig
+from agent.directives import Directives
 from agent.runner import run_check
 from agent.sender import Sender
 from agent.settings import AgentSettings
@@ -58,7 +59,15 @@ class Agent:
         self.stop_event = threading.Event()
         self.spool = Spool(settings.state_dir, settings.spool)
         token = settings.token.get_secret_value() if settings.token else None
-        self.sender = Sender(settings.server, token, self.spool, settings.sender, stop=self.stop_event)
+        self.directives = Directives(self.runner.id, settings.directives, settings.state_dir)
+        self.sender = Sender(
+            settings.server,
+            token,
+            self.spool,
+            settings.sender,
+            stop=self.stop_event,
+            on_answer=self.directives.handle,
+        )
         jobs = [(module, settings.check_config(module.NAME)) for module in checks.CHECKS]
         self.scheduler = schedule.build(jobs, self.run_one, speedup=settings.speedup, first_run_spread_s=1.0)
 

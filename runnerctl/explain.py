@@ -122,6 +122,9 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
     _line()
     _line(f"Remediation (mode {remediation['mode']}):")
     _line(f"  budget: {remediation['budget']['explanation']}")
+    provider = remediation.get("provider") or {}
+    if provider.get("cordon_limits"):
+        _line(f"  cordon via {provider['name']}: {provider['cordon_limits']}")
     for rerun in remediation.get("reruns") or []:
         _line(
             f"  rerun: job {rerun['job']} as {rerun['rerun_as'] or '-'}: {rerun['state']} ({rerun['incident']})"

@@ -33,7 +33,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     analysis_service = AnalysisService(
         engine, metrics, AnalysisConfig(window_days=settings.analysis_window_days), leadership
     )
-    providers = build_providers(settings.providers)
+    providers = build_providers(settings.providers, engine)
     remediator = Remediator(
         engine,
         settings,

@@ -119,9 +119,14 @@ def remediation_of(request: Request, runner_id: str) -> dict[str, Any]:
             for r in store.reruns(conn)
             if r.runner_id == runner_id
         ]
+    provider = rem.provider_for(runner_id)
     return {
         "mode": rem.policy(pool).mode,
         "budget": rem.budget(pool).as_dict(),
         "actions": decisions,
         "reruns": reruns,
+        # What a cordon can and cannot do through this runner's provider (GitHub has no pause).
+        "provider": None
+        if provider is None
+        else {"name": provider.NAME, "cordon_limits": getattr(provider, "CORDON_LIMITS", None)},
     }

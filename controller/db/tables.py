@@ -257,3 +257,16 @@ result_days = Table(
     Column("executions", BigInteger, nullable=False),
     Column("failures", BigInteger, nullable=False),
 )
+
+# -- provider memory (0006) --------------------------------------------------------------------------
+
+# What a provider must remember about a runner between a cordon and its uncordon (GitHub: the custom
+# labels it took off, to put back exactly). One JSON document per (provider, runner).
+provider_memory = Table(
+    "provider_memory",
+    metadata,
+    Column("provider", String(40), primary_key=True),
+    Column("runner_id", String(200), primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+)
