@@ -19,6 +19,7 @@ from controller.providers import build_providers
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.settings import ControllerSettings
+from controller.web import pages
 
 
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
@@ -73,6 +74,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     errors.install(app)
     for module in (analysis, health, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
+    pages.install(app)
 
     @app.middleware("http")
     async def count_requests(
