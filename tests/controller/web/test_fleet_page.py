@@ -198,3 +198,13 @@ return Array.from(document.querySelectorAll('tr.runner')).map(row => [
   })),
 ]);
 """
+
+
+def test_an_empty_controller_shows_an_empty_page(tmp_path: Path) -> None:
+    with running_controller(tmp_path) as controller:
+        cookies = login(controller, controller.token("operator")).cookies
+        page = requests.get(controller.url + "/", cookies=cookies, timeout=30)
+    assert page.status_code == 200
+    assert "No runners yet" in page.text
+    assert "No open incidents." in page.text
+    assert "No remediation actions yet." in page.text
