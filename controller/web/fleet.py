@@ -13,6 +13,7 @@ from common.api import RunnerView
 from common.timeutil import iso
 from controller.analysis.engine import HEALTH_ORDER, Analysis
 from controller.web import heatmap
+from controller.web.format import parse_ms
 from controller.web.heatmap import HeatMap, HeatRow
 
 OPEN_STATES = ("sick", "suspect")
@@ -112,7 +113,7 @@ def build_page(
     heat = heatmap.build(
         analysis.frame,
         analysis.as_of_ms,
-        [(_ms(o["start"], 0), _ms(o["end"], 0)) for o in analysis.outages],
+        [(parse_ms(o["start"], 0), parse_ms(o["end"], 0)) for o in analysis.outages],
         _incident_stretches(open_incidents, analysis.as_of_ms),
     )
     heat_rows = {row.key: row for row in heat.rows}
@@ -152,10 +153,6 @@ def build_page(
     )
 
 
-def _ms(value: str | None, default: int) -> int:
-    return heatmap.parse_ms(value, default)
-
-
 def _members(incident: dict[str, Any]) -> set[str]:
     """The heat-map rows an incident covers: persistent runners by id, ephemeral ones by host."""
     if incident["kind"] == "runner":
@@ -167,7 +164,7 @@ def _incident_stretches(incidents: list[dict[str, Any]], as_of_ms: int) -> list[
     """(heat-map row, start, end) for each open incident: from its onset to now."""
     out: list[tuple[str, int, int]] = []
     for incident in incidents:
-        start = _ms(incident["onset"], as_of_ms)
+        start = parse_ms(incident["onset"], as_of_ms)
         out.extend((key, start, as_of_ms + 1) for key in sorted(_members(incident)))
     return out
 

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
-from common.timeutil import from_ms
-from controller.web.heatmap import parse_ms
+from common.timeutil import from_ms, to_ms
+
+
+def parse_ms(value: str | None, default: int) -> int:
+    """An RFC 3339 time from an analysis dict, as epoch ms (`default` when absent)."""
+    if not value:
+        return default
+    return to_ms(datetime.fromisoformat(value.replace("Z", "+00:00")))
 
 
 def pct(value: float | None, digits: int = 1) -> str:

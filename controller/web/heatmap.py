@@ -7,11 +7,10 @@ ones (their ids are single-use, as in the analysis); columns are equal bins endi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 
-from common.timeutil import from_ms, to_ms
+from common.timeutil import from_ms
 from controller.analysis.flake import entity_of
 from controller.analysis.frame import Frame
 
@@ -156,10 +155,3 @@ def _pool_of(frame: Frame, rows: np.ndarray, row_of: np.ndarray) -> list[str]:
     order = np.lexsort((frame.time_ms[rows], row_of))
     last = np.flatnonzero(np.append(row_of[order][1:] != row_of[order][:-1], True))
     return [frame.name("pool", int(frame.cols["pool"][rows[order[i]]])) or "<none>" for i in last.tolist()]
-
-
-def parse_ms(value: str | None, default: int) -> int:
-    """An RFC 3339 time from an analysis dict, as epoch ms (`default` when absent)."""
-    if not value:
-        return default
-    return to_ms(datetime.fromisoformat(value.replace("Z", "+00:00")))

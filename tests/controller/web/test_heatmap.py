@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from controller.analysis.frame import Frame
+from controller.web.format import parse_ms as ms
 from controller.web.heatmap import bin_minutes_for, build, level_of
-from controller.web.heatmap import parse_ms as ms
 
 HOUR = 3_600_000
 DAY0 = ms("2026-09-21T00:00:00Z", 0)
