@@ -24,6 +24,7 @@ from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.retention import Retention
 from controller.settings import ControllerSettings
+from controller.web import pages
 
 
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
@@ -81,7 +82,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.leadership = leadership
     app.state.ingest = ingest
     app.state.polling = polling
-    app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
+    app.state.health_of = lambda runner_id: Health(**analysis_service.served().health.get(runner_id, {}))
     app.state.remediator = remediator
     app.state.webhook_receivers = {
         name: provider for name, provider in providers.items() if isinstance(provider, WebhookReceiver)
@@ -102,6 +103,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     errors.install(app)
     for module in (analysis, health, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
+    pages.install(app)
 
     @app.middleware("http")
     async def count_requests(
