@@ -12,7 +12,6 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import select
 
-from controller.api import analysis as analysis_api
 from controller.api import runners as runners_api
 from controller.db import tables
 from controller.remediation import audit
@@ -96,7 +95,8 @@ def logout(request: Request) -> Response:
 def gather(request: Request) -> FleetPage:
     """Read what the API's read endpoints read, in one go."""
     state = request.app.state
-    latest = analysis_api.current(request)
+    # The heat map needs the analysed rows: a follower computes them read-only rather than serve none.
+    latest = state.analysis.with_frame(fresh=state.settings.fresh_reads)
     with state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = runners_api.execution_counts(conn)
