@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import Column, check_format, emit
 
 app = typer.Typer(no_args_is_help=True, help="List resources: runners, incidents, tests, actions.")
@@ -34,19 +35,20 @@ RUNNER_COLUMNS = (
 )
 
 
-@app.command("runners")
+@app.command(
+    "runners",
+    epilog=examples(
+        "runnerctl get runners",
+        "runnerctl get runners -l pool=linux -o wide",
+        "runnerctl get runners -l health=sick -o name",
+    ),
+)
 def runners(
     ctx: typer.Context,
     output: OutputOption = "table",
     selector: SelectorOption = None,
 ) -> None:
-    """List runners with their health.
-
-    Examples:
-      runnerctl get runners
-      runnerctl get runners -l pool=linux -o wide
-      runnerctl get runners -l health=sick -o name
-    """
+    """List runners with their health."""
     params: dict[str, Any] = {"l": selector} if selector else {}
     items = client_of(ctx).get("/v1/runners", params=params)["items"]
     emit(items, output, RUNNER_COLUMNS, "runner", lambda r: r["identity"]["id"])
@@ -69,7 +71,13 @@ INCIDENT_COLUMNS = (
 )
 
 
-@app.command("incidents")
+@app.command(
+    "incidents",
+    epilog=examples(
+        "runnerctl get incidents",
+        "runnerctl get incidents --state sick -o json",
+    ),
+)
 def incidents(
     ctx: typer.Context,
     output: OutputOption = "table",
@@ -78,12 +86,7 @@ def incidents(
     ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="runner, machine, image or pool")] = None,
 ) -> None:
-    """List incidents: entities whose failures are beyond chance, with the sick dimension.
-
-    Examples:
-      runnerctl get incidents
-      runnerctl get incidents --state sick -o json
-    """
+    """List incidents: entities whose failures are beyond chance, with the sick dimension."""
     params = {k: v for k, v in {"state": state, "kind": kind}.items() if v}
     items = client_of(ctx).get("/v1/incidents", params=params)["items"]
     emit(items, output, INCIDENT_COLUMNS, "incident", lambda i: i["id"])
@@ -102,7 +105,14 @@ TEST_COLUMNS = (
 )
 
 
-@app.command("tests")
+@app.command(
+    "tests",
+    epilog=examples(
+        "runnerctl get tests --flaky",
+        "runnerctl get tests --flaky -o name > quarantine.txt",
+        "runnerctl get tests --broken -o wide",
+    ),
+)
 def tests(
     ctx: typer.Context,
     output: OutputOption = "table",
@@ -116,11 +126,6 @@ def tests(
     """List tests with their flake score (failures inside incidents and outages discounted).
 
     `-o name` prints bare test ids, one per line: a quarantine list for CI.
-
-    Examples:
-      runnerctl get tests --flaky
-      runnerctl get tests --flaky -o name > quarantine.txt
-      runnerctl get tests --broken -o wide
     """
     wanted = [v for v in (verdict,) if v]
     if flaky:
@@ -157,7 +162,14 @@ ACTION_COLUMNS = (
 )
 
 
-@app.command("actions")
+@app.command(
+    "actions",
+    epilog=examples(
+        "runnerctl get actions",
+        "runnerctl get actions --runner linux-03 -o wide",
+        "runnerctl get actions --status refused",
+    ),
+)
 def actions(
     ctx: typer.Context,
     output: OutputOption = "table",
@@ -168,13 +180,7 @@ def actions(
         str | None, typer.Option("--status", help="intended, done, failed, refused, skipped")
     ] = None,
 ) -> None:
-    """The audit log: what the controller and operators did, refused or skipped, and why, newest first.
-
-    Examples:
-      runnerctl get actions
-      runnerctl get actions --runner linux-03 -o wide
-      runnerctl get actions --status refused
-    """
+    """The audit log: what the controller and operators did, refused or skipped, and why, newest first."""
     params = {
         k: v
         for k, v in {"runner": runner, "incident": incident, "action": action, "status": status}.items()

@@ -67,7 +67,10 @@ def emit(
         table.add_column(column.header.upper(), overflow="fold")
     for item in items:
         table.add_row(*(_cell(column.value(item)) for column in shown))
-    stdout.print(table)
+    with stdout.capture() as captured:
+        stdout.print(table)
+    # Padding after the last column is noise in a diff, a snapshot or a `grep -x`.
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
 
 _CONTROL = dict.fromkeys(range(32), "?") | {127: "?"}
