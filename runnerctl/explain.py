@@ -20,7 +20,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print the raw explanat
 
 
 def _line(text: str = "") -> None:
-    stdout.print(clean(text), markup=False)
+    stdout.print(clean(text).rstrip(), markup=False)
 
 
 def _table(
