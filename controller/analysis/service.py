@@ -41,6 +41,7 @@ class AnalysisService:
 
     def mark_dirty(self) -> None:
         self._dirty.set()
+        self.metrics.analysis_pending.set(1)
 
     def refresh(self, force: bool = False) -> Analysis:
         """Catch up with everything stored so far; returns the analysis that covers it."""
@@ -48,6 +49,7 @@ class AnalysisService:
             if not force and not self._dirty.is_set():
                 return self.latest
             self._dirty.clear()
+            self.metrics.analysis_pending.set(0)
             started = time.perf_counter()
             with self.engine.connect() as conn:
                 self.frame.load(conn)
@@ -56,6 +58,7 @@ class AnalysisService:
             self.last_duration_s = time.perf_counter() - started
             self.last_run_at = time.time()
             self.metrics.analysis_seconds.observe(self.last_duration_s)
+            self.metrics.analysis_last_success.set(self.last_run_at)
             self._export_gauges(self.latest)
             return self.latest
 
@@ -77,7 +80,8 @@ class AnalysisService:
                     self.refresh()
                 except Exception:  # the loop must outlive one bad pass; the next one retries
                     log.exception("analysis pass failed")
-                    self._dirty.set()
+                    self.metrics.analysis_failures.inc()
+                    self.mark_dirty()
 
     def status(self) -> dict[str, Any]:
         return {

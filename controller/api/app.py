@@ -13,12 +13,16 @@ from sqlalchemy.engine import Engine
 from common.api import Health
 from controller.analysis.service import AnalysisService
 from controller.api import analysis, errors, health, remediation, reports, results, runners, webhooks
+from controller.api.body import body_size
 from controller.ingest.service import Ingest
 from controller.metrics import Metrics
 from controller.providers import build_providers
+from controller.providers.metered import metered
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.settings import ControllerSettings
+
+INGEST_ROUTES = {"/v1/results": "results", "/v1/results/junit": "junit", "/v1/reports": "reports"}
 
 
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
@@ -29,8 +33,9 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         engine,
         settings,
         incidents=lambda: analysis_service.latest.incidents,
-        providers=build_providers(settings.providers),
+        providers=metered(build_providers(settings.providers), metrics),
         health=lambda runner_id: analysis_service.latest.health.get(runner_id, {}),
+        metrics=metrics,
     )
 
     @asynccontextmanager
@@ -82,8 +87,12 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         response = await call_next(request)
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
+        elapsed = time.perf_counter() - started
         metrics.requests.labels(path, str(response.status_code)).inc()
-        metrics.latency.labels(path).observe(time.perf_counter() - started)
+        metrics.latency.labels(path).observe(elapsed)
+        kind = INGEST_ROUTES.get(path) if request.method == "POST" else None
+        if kind is not None:
+            metrics.observe_ingest(kind, response.status_code, body_size(request), elapsed)
         return response
 
     return app

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError, ProviderUnavailable
+from controller.metrics import Metrics
 from controller.providers.base import JobRef, Provider
 from controller.remediation import audit, store
 
@@ -35,9 +36,12 @@ class Result:
 
 
 class Actions:
-    def __init__(self, engine: Engine, provider_for: Callable[[str], Provider | None]) -> None:
+    def __init__(
+        self, engine: Engine, provider_for: Callable[[str], Provider | None], metrics: Metrics | None = None
+    ) -> None:
         self.engine = engine
         self.provider_for = provider_for
+        self.metrics = metrics or Metrics()
         # key -> time.monotonic() before which a failed step is not retried; in memory on purpose: a
         # restart retries at once, which is safe because every step is idempotent or never repeated.
         self.retry_at: dict[str, float] = {}
@@ -63,6 +67,11 @@ class Actions:
 
     # -- cordon ---------------------------------------------------------------------------------------
 
+    def counted(self, action: str, actor: str, result: Result) -> Result:
+        who = "controller" if actor == CONTROLLER else "operator"
+        self.metrics.remediation_actions.labels(action, who, result.status).inc()
+        return result
+
     def cordon(
         self,
         runner: str,
@@ -75,6 +84,32 @@ class Actions:
         incident_id: str | None = None,
         expires_ms: int | None = None,
         budget_note: str = "",
+    ) -> Result:
+        result = self._cordon(
+            runner,
+            key=key,
+            actor=actor,
+            source=source,
+            reason=reason,
+            mode=mode,
+            incident_id=incident_id,
+            expires_ms=expires_ms,
+            budget_note=budget_note,
+        )
+        return self.counted("cordon", actor, result)
+
+    def _cordon(
+        self,
+        runner: str,
+        *,
+        key: str,
+        actor: str,
+        source: str,
+        reason: str,
+        mode: str | None,
+        incident_id: str | None,
+        expires_ms: int | None,
+        budget_note: str,
     ) -> Result:
         provider = self.provider_for(runner)
         if provider is None:
@@ -162,6 +197,11 @@ class Actions:
         return Result("cordoned", done)
 
     def uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
+        return self.counted(
+            "uncordon", actor, self._uncordon(runner, key=key, actor=actor, reason=reason, mode=mode)
+        )
+
+    def _uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
         provider = self.provider_for(runner)
         entry = audit.begin(
             self.engine, key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason
@@ -206,6 +246,7 @@ class Actions:
                 if not capped:
                     store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
             if capped:
+                self.metrics.remediation_blocked.labels("rerun_cap").inc()
                 audit.note(
                     self.engine,
                     f"rerun-capped:{incident['id']}:{job_id}",
@@ -254,16 +295,19 @@ class Actions:
             # A timeout or 5xx may come after the provider queued it: never resubmit on our own.
             with self.engine.begin() as conn:
                 store.update_rerun(conn, key, state="unknown")
+            self.metrics.reruns.labels("unknown").inc()
             detail = f"{error}: the provider may or may not have queued it; not resubmitted"
             audit.finish(self.engine, entry.id, "failed", detail)
             return detail
         except ProviderError as error:
             with self.engine.begin() as conn:
                 store.update_rerun(conn, key, state="failed")
+            self.metrics.reruns.labels("submit_failed").inc()
             audit.finish(self.engine, entry.id, "failed", str(error))
             return str(error)
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="submitted", new_job_id=new.id)
+        self.metrics.reruns.labels("submitted").inc()
         audit.finish(self.engine, entry.id, "done", f"queued as {new.id}")
         return f"job {job_id} rerun as {new.id}"
 
@@ -274,6 +318,7 @@ class Actions:
         )
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="unknown")
+        self.metrics.reruns.labels("unknown").inc()
         audit.finish(self.engine, entry_id, "failed", detail)
         return detail
 
@@ -309,6 +354,7 @@ class Actions:
         """A rerun finished (polled, or pushed by the provider's webhook)."""
         with self.engine.begin() as conn:
             store.update_rerun(conn, row.key, state=outcome)
+        self.metrics.reruns.labels(outcome).inc()
         audit.note(
             self.engine,
             f"rerun-result:{row.key}",

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError
+from controller.metrics import Metrics
 from controller.providers.base import Provider
 from controller.remediation import audit, store
 from controller.remediation.actions import CONTROLLER, Actions
@@ -36,13 +37,15 @@ class Remediator(OperatorEntryPoints):
         incidents: Callable[[], list[dict[str, Any]]],
         providers: dict[str, Provider],
         health: Callable[[str], dict[str, Any]] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
+        self.metrics = metrics or Metrics()
         self.settings = settings
         self.incidents = incidents
         self.providers = providers
         self.health = health or (lambda _runner: {})
-        self.actions = Actions(engine, self.provider_for)
+        self.actions = Actions(engine, self.provider_for, self.metrics)
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
         self._stop = threading.Event()
@@ -133,6 +136,7 @@ class Remediator(OperatorEntryPoints):
         sick = sorted({runner for _incident, runner in targets})
         if not is_storm(fleet, len(sick), self.settings.storm_ratio, self.settings.storm_min_runners):
             return False
+        self.metrics.remediation_blocked.labels("storm").inc()
         audit.note(
             self.engine,
             "storm:" + ",".join(sorted({i["id"] for i, _r in targets})),
@@ -189,6 +193,7 @@ class Remediator(OperatorEntryPoints):
             return False
         if self.provider_for(runner) is None:
             # A cordon only on paper would let CI keep scheduling on it: fail closed and say so.
+            self.metrics.remediation_blocked.labels("no_provider").inc()
             audit.note(
                 self.engine,
                 f"no-provider:{incident['id']}:{runner}",
@@ -204,6 +209,7 @@ class Remediator(OperatorEntryPoints):
             return False
         room = self.budget(pool)
         if not room.allows:
+            self.metrics.remediation_blocked.labels("budget").inc()
             audit.note(
                 self.engine,
                 f"refused:{incident['id']}:{runner}",

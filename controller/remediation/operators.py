@@ -106,6 +106,8 @@ class OperatorEntryPoints:
             None,
         )
         result, room = self.cordon(runner, actor, reason, None, dry_run)
+        if not dry_run:
+            self.actions.counted("drain", actor, result)
         notes: list[str] = []
         if not result.ok or not rerun:
             return result, notes, room
