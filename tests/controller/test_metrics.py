@@ -193,7 +193,9 @@ def test_dashboard_queries_use_real_metrics(story: tuple[Controller, str, Sample
     assert used <= exposed, f"the dashboard queries metrics the controller does not expose: {used - exposed}"
     # Every metric family the controller exposes has a panel, bar the generic HTTP latency.
     families = {
-        re.sub(r"_(bucket|count|sum|created|total)$", "", name) for name in exposed if name.startswith("runnerctl_")
+        re.sub(r"_(bucket|count|sum|created|total)$", "", name)
+        for name in exposed
+        if name.startswith("runnerctl_")
     }
     shown = {re.sub(r"_(bucket|count|sum|created|total)$", "", name) for name in used}
     assert families - shown <= {"runnerctl_http_request_duration_seconds"}
