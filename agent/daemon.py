@@ -79,6 +79,7 @@ class Agent:
         if self.stop_event.is_set():
             return  # stopping: a reading cut short is not worth a report
         observed = datetime.now(UTC)
+        waiting = 0
 
         def build(seq: int, dropped: int) -> AgentReport:
             return AgentReport(
@@ -89,10 +90,12 @@ class Agent:
                 runner=self.runner,
                 readings=[outcome.reading],
                 dropped=dropped,
+                spool_depth=waiting,
                 agent_version=__version__,
             )
 
         try:
+            waiting = self.spool.stats()["reports"]  # what the controller has not acknowledged yet
             report = self.spool.append(self.agent_id, self.boot_id, build)
         except Exception:
             log.exception("spool: cannot store the %s reading", module.NAME)

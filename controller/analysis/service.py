@@ -75,6 +75,7 @@ class AnalysisService:
 
     def mark_dirty(self) -> None:
         self._dirty.set()
+        self.metrics.analysis_pending.set(1)
 
     # -- what reads call ------------------------------------------------------------------------------
 
@@ -112,6 +113,7 @@ class AnalysisService:
         if not force and not self._dirty.is_set() and not self._behind() and self.source == "own pass":
             return self.latest
         self._dirty.clear()
+        self.metrics.analysis_pending.set(0)
         return self._analyse(persist=True)
 
     def _analyse(self, persist: bool) -> Analysis:
@@ -134,6 +136,7 @@ class AnalysisService:
         self.last_duration_s = time.perf_counter() - started
         self.last_run_at = time.time()
         self.metrics.analysis_seconds.observe(self.last_duration_s)
+        self.metrics.analysis_last_success.set(self.last_run_at)
         self._export_gauges(analysis)
         return analysis
 
@@ -237,7 +240,8 @@ class AnalysisService:
                     self._pass(False)
             except Exception:  # the loop must outlive one bad pass; the next one retries
                 log.exception("analysis pass failed")
-                self._dirty.set()
+                self.metrics.analysis_failures.inc()
+                self.mark_dirty()
 
     def status(self) -> dict[str, Any]:
         return {

@@ -15,11 +15,35 @@ from controller.analysis.explain import explain_runner, explain_test
 from controller.analysis.service import AnalysisService
 from controller.api.auth import INGEST_ROLES, READ_ROLES, require
 from controller.api.errors import ApiError
+from controller.selectors import RecordFields, select_records
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1", tags=["analysis"])
 Reader = Annotated[Principal, Depends(require(*READ_ROLES))]
 VERDICTS = ("flaky", "broken", "platform", "resource-sensitive", "healthy")
+Selector = Annotated[
+    str | None, Query(alias="l", description="selector over fields, e.g. state=sick,kind!=pool")
+]
+INCIDENT_FIELDS: RecordFields = {
+    "id": lambda i: i["id"],
+    "kind": lambda i: i["kind"],
+    "entity": lambda i: i["entity"],
+    "state": lambda i: i["state"],
+    "dimension": lambda i: i["dimension"],
+    "pool": lambda i: i.get("pool"),
+}
+TEST_FIELDS: RecordFields = {
+    "test": lambda t: t["test_id"],
+    "verdict": lambda t: t["verdict"],
+    "discounted-by": lambda t: sorted(t.get("discounted_by") or []),
+}
+
+
+def selected(text: str | None, items: list[dict[str, Any]], fields: RecordFields) -> list[dict[str, Any]]:
+    try:
+        return select_records(text, items, fields)
+    except ValueError as error:
+        raise ApiError(422, f"selector: {error}") from error
 
 
 def service(request: Request) -> AnalysisService:
@@ -42,6 +66,7 @@ def list_incidents(
     state: Annotated[str | None, Query(description="suspect, sick or resolved; comma-separated")] = None,
     kind: Annotated[str | None, Query(description="runner, machine, image or pool")] = None,
     entity: str | None = None,
+    selector: Selector = None,
 ) -> dict[str, Any]:
     states = set(state.split(",")) if state else None
     items = [
@@ -51,7 +76,7 @@ def list_incidents(
         and (kind is None or i["kind"] == kind)
         and (entity is None or i["entity"] == entity)
     ]
-    return {"items": items, "as_of": iso(current(request).as_of_ms)}
+    return {"items": selected(selector, items, INCIDENT_FIELDS), "as_of": iso(current(request).as_of_ms)}
 
 
 @router.get("/incidents/{incident_id}")
@@ -79,6 +104,7 @@ def list_tests(
         bool, Query(alias="all", description="include healthy tests that never failed")
     ] = False,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+    selector: Selector = None,
 ) -> dict[str, Any]:
     verdicts = set(verdict.split(",")) if verdict else None
     if verdicts and not verdicts <= set(VERDICTS):
@@ -92,6 +118,7 @@ def list_tests(
         and (q is None or q in t["test_id"])
         and (all_tests or verdicts is not None or t["failures"] > 0)
     ]
+    items = selected(selector, items, TEST_FIELDS)
     shown = _with_clearances(request, items[:limit])
     return {"items": shown, "total": len(items), "as_of": iso(current(request).as_of_ms)}
 

@@ -14,17 +14,21 @@ from common.api import Health
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.service import AnalysisService
 from controller.api import analysis, errors, health, remediation, reports, results, runners, webhooks
+from controller.api.body import body_size
 from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
 from controller.leadership import Leadership
 from controller.metrics import Metrics
 from controller.providers import build_providers
 from controller.providers.base import Poller, WebhookReceiver
+from controller.providers.metered import metered
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
 from controller.retention import Retention
 from controller.settings import ControllerSettings
 from controller.web import pages
+
+INGEST_ROUTES = {"/v1/results": "results", "/v1/results/junit": "junit", "/v1/reports": "reports"}
 
 
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
@@ -39,9 +43,10 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         engine,
         settings,
         incidents=lambda: analysis_service.served().incidents,
-        providers=providers,
+        providers=metered(providers, metrics),
         health=lambda runner_id: analysis_service.served().health.get(runner_id, {}),
         leadership=leadership,
+        metrics=metrics,
     )
     retention = Retention(engine, settings, leadership, analysis_service, metrics)
     ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
@@ -113,8 +118,12 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         response = await call_next(request)
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
+        elapsed = time.perf_counter() - started
         metrics.requests.labels(path, str(response.status_code)).inc()
-        metrics.latency.labels(path).observe(time.perf_counter() - started)
+        metrics.latency.labels(path).observe(elapsed)
+        kind = INGEST_ROUTES.get(path) if request.method == "POST" else None
+        if kind is not None:
+            metrics.observe_ingest(kind, response.status_code, body_size(request), elapsed)
         return response
 
     return app

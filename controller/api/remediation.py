@@ -16,7 +16,12 @@ from controller.remediation import audit, store
 from controller.remediation.actions import Result
 from controller.remediation.audit import now_ms
 from controller.remediation.loop import Remediator
+from controller.selectors import RecordFields, field_of, select_records
 from controller.tokens import Principal
+
+ACTION_FIELDS: RecordFields = {
+    key: field_of(key) for key in ("action", "status", "runner", "incident", "job", "actor", "mode")
+}
 
 router = APIRouter(prefix="/v1", tags=["remediation"])
 Operator = Annotated[Principal, Depends(require(*OPERATE_ROLES))]
@@ -92,13 +97,20 @@ def list_actions(
         str | None, Query(description="intended, done, failed, refused, skipped, deferred")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+    selector: Annotated[
+        str | None,
+        Query(alias="l", description="selector over the newest `limit` entries, e.g. status!=done"),
+    ] = None,
 ) -> dict[str, Any]:
     """The audit log, newest first: every action attempted, refused or skipped, and why."""
     with request.app.state.engine.connect() as conn:
         items = audit.listing(
             conn, runner_id=runner, incident_id=incident, action=action, status=status, limit=limit
         )
-    return {"items": items}
+    try:
+        return {"items": select_records(selector, items, ACTION_FIELDS)}
+    except ValueError as error:
+        raise ApiError(422, f"selector: {error}") from error
 
 
 @router.get("/clearances")

@@ -98,8 +98,11 @@ class Ingest:
         self._metrics.reports_ingested.labels("duplicate").inc(len(outcome.duplicate))
         new = set(outcome.new)
         for report in batch:
+            pool = report.runner.pool or "<none>"
             if report.dropped and report.seq in new:
-                self._metrics.agent_reports_dropped.labels(report.runner.id).inc(report.dropped)
+                self._metrics.agent_reports_dropped.labels(pool).inc(report.dropped)
+            if report.spool_depth is not None and report.seq in new:
+                self._metrics.spool_depths.report(report.runner.id, pool, report.spool_depth)
         if outcome.new:
             self._on_new_data()
         return ReportsAccepted(accepted=len(batch), new=outcome.new, duplicate=outcome.duplicate)

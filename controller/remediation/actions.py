@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Connection, Engine
 
 from controller.errors import ProviderBusy, ProviderError, ProviderUnavailable
+from controller.metrics import Metrics
 from controller.providers.base import JobRef, Provider
 from controller.remediation import audit, store
 
@@ -40,11 +41,13 @@ class Actions:
         engine: Engine,
         provider_for: Callable[[str], Provider | None],
         fence: Callable[[Connection], None] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
         self.provider_for = provider_for
         # The leader's lease check, run in the transaction of every audit entry these steps write.
         self.fence = fence
+        self.metrics = metrics or Metrics()
         # key -> time.monotonic() before which a failed step is not retried; in memory on purpose: a
         # restart retries at once, which is safe because every step is idempotent or never repeated.
         self.retry_at: dict[str, float] = {}
@@ -76,6 +79,11 @@ class Actions:
 
     # -- cordon ---------------------------------------------------------------------------------------
 
+    def counted(self, action: str, actor: str, result: Result) -> Result:
+        who = "controller" if actor == CONTROLLER else "operator"
+        self.metrics.remediation_actions.labels(action, who, result.status).inc()
+        return result
+
     def cordon(
         self,
         runner: str,
@@ -88,6 +96,32 @@ class Actions:
         incident_id: str | None = None,
         expires_ms: int | None = None,
         budget_note: str = "",
+    ) -> Result:
+        result = self._cordon(
+            runner,
+            key=key,
+            actor=actor,
+            source=source,
+            reason=reason,
+            mode=mode,
+            incident_id=incident_id,
+            expires_ms=expires_ms,
+            budget_note=budget_note,
+        )
+        return self.counted("cordon", actor, result)
+
+    def _cordon(
+        self,
+        runner: str,
+        *,
+        key: str,
+        actor: str,
+        source: str,
+        reason: str,
+        mode: str | None,
+        incident_id: str | None,
+        expires_ms: int | None,
+        budget_note: str,
     ) -> Result:
         provider = self.provider_for(runner)
         if provider is None:
@@ -173,6 +207,11 @@ class Actions:
         return Result("cordoned", done)
 
     def uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
+        return self.counted(
+            "uncordon", actor, self._uncordon(runner, key=key, actor=actor, reason=reason, mode=mode)
+        )
+
+    def _uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
         provider = self.provider_for(runner)
         entry = self.begin(key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason)
         if provider is not None:
@@ -220,6 +259,7 @@ class Actions:
                 else:
                     continue  # submitted before: the watcher (or crash recovery) owns it now
             if capped:
+                self.metrics.remediation_blocked.labels("rerun_cap").inc()
                 self.note(
                     f"rerun-capped:{incident['id']}:{job_id}",
                     "rerun",
@@ -271,8 +311,7 @@ class Actions:
             detail = f"{self.defer(key, error)} (a 429 queues nothing: safe to submit again)"
             audit.finish(self.engine, entry.id, "deferred", detail)
             # The entry above moves on when the rerun is submitted; this one keeps the first refusal.
-            audit.note(
-                self.engine,
+            self.note(
                 f"deferred:{key}",
                 "rerun",
                 "deferred",
@@ -288,17 +327,20 @@ class Actions:
             # A timeout or 5xx may come after the provider queued it: never resubmit on our own.
             with self.engine.begin() as conn:
                 store.update_rerun(conn, key, state="unknown")
+            self.metrics.reruns.labels("unknown").inc()
             detail = f"{error}: the provider may or may not have queued it; not resubmitted"
             audit.finish(self.engine, entry.id, "failed", detail)
             return detail
         except ProviderError as error:
             with self.engine.begin() as conn:
                 store.update_rerun(conn, key, state="failed")
+            self.metrics.reruns.labels("submit_failed").inc()
             audit.finish(self.engine, entry.id, "failed", str(error))
             return str(error)
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="submitted", new_job_id=new.id)
         self.succeeded(key)
+        self.metrics.reruns.labels("submitted").inc()
         audit.finish(self.engine, entry.id, "done", f"queued as {new.id}")
         return f"job {job_id} rerun as {new.id}"
 
@@ -309,6 +351,7 @@ class Actions:
         )
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="unknown")
+        self.metrics.reruns.labels("unknown").inc()
         audit.finish(self.engine, entry_id, "failed", detail)
         return detail
 
@@ -344,6 +387,7 @@ class Actions:
         """A rerun finished (polled, or pushed by the provider's webhook)."""
         with self.engine.begin() as conn:
             store.update_rerun(conn, row.key, state=outcome)
+        self.metrics.reruns.labels(outcome).inc()
         self.note(
             f"rerun-result:{row.key}",
             "rerun-result",

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError
 from controller.leadership import Leadership, LeaseLost
+from controller.metrics import Metrics
 from controller.providers.base import Provider, RenewsCordon
 from controller.remediation import audit, store
 from controller.remediation.actions import CONTROLLER, MARK, Actions
@@ -42,15 +43,19 @@ class Remediator(OperatorEntryPoints):
         providers: dict[str, Provider],
         health: Callable[[str], dict[str, Any]] | None = None,
         leadership: Leadership | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
+        self.metrics = metrics or Metrics()
         self.settings = settings
         self.incidents = incidents
         self.providers = providers
         self.health = health or (lambda _runner: {})
         self.leadership = leadership
-        self.actions = Actions(engine, self.provider_for, fence=leadership.fence if leadership else None)
-        self.operator_actions = Actions(engine, self.provider_for)
+        self.actions = Actions(
+            engine, self.provider_for, fence=leadership.fence if leadership else None, metrics=self.metrics
+        )
+        self.operator_actions = Actions(engine, self.provider_for, metrics=self.metrics)
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
@@ -161,6 +166,7 @@ class Remediator(OperatorEntryPoints):
         sick = sorted({runner for _incident, runner in targets})
         if not is_storm(fleet, len(sick), self.settings.storm_ratio, self.settings.storm_min_runners):
             return False
+        self.metrics.remediation_blocked.labels("storm").inc()
         self.actions.note(
             "storm:" + ",".join(sorted({i["id"] for i, _r in targets})),
             "fleet-incident",
@@ -215,6 +221,7 @@ class Remediator(OperatorEntryPoints):
             return False
         if self.provider_for(runner) is None:
             # A cordon only on paper would let CI keep scheduling on it: fail closed and say so.
+            self.metrics.remediation_blocked.labels("no_provider").inc()
             self.actions.note(
                 f"no-provider:{incident['id']}:{runner}",
                 "cordon",
@@ -229,6 +236,7 @@ class Remediator(OperatorEntryPoints):
             return False
         room = self.budget(pool)
         if not room.allows:
+            self.metrics.remediation_blocked.labels("budget").inc()
             self.actions.note(
                 f"refused:{incident['id']}:{runner}",
                 "cordon",

@@ -108,6 +108,8 @@ class OperatorEntryPoints:
             None,
         )
         result, room = self.cordon(runner, actor, reason, None, dry_run)
+        if not dry_run:
+            self.operator_actions.counted("drain", actor, result)
         notes: list[str] = []
         if not result.ok or not rerun:
             return result, notes, room
