@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from runnerctl import cordon, describe, drain, explain, get, import_, status, uncordon
+from runnerctl import cordon, demo, describe, drain, explain, get, import_, status, uncordon
 from runnerctl.client import ApiError
 from runnerctl.config import ConfigError
 from runnerctl.context import Globals
@@ -38,6 +38,7 @@ def root(
 
 
 app.command("cordon")(cordon.cordon)
+app.command("demo")(demo.demo)
 app.add_typer(describe.app, name="describe")
 app.command("drain")(drain.drain)
 app.add_typer(explain.app, name="explain")
