@@ -146,10 +146,14 @@ def _verdict(say: Narrator, admin: Client, told: story.Story) -> dict[str, Any]:
     stats = incident["statistics"]
     say.ok(
         f"runner {incident['entity']} is sick, dimension {incident['dimension']}: {stats['failures']} failures "
-        f"where {stats['expected']:.2f} were expected, across {stats['distinct_tests']} distinct tests; its "
-        f"own disk readings cover {incident['evidence']['coverage']:.0%} of them"
+        f"across {stats['distinct_tests']} distinct tests, {_times(stats['ratio'])} its peers' rates "
+        f"predict; its own disk readings cover {incident['evidence']['coverage']:.0%} of them"
     )
     return incident
+
+
+def _times(ratio: float | None) -> str:
+    return "where none at all is what" if ratio is None else f"about {ratio:.0f} times what"
 
 
 def _remediation(say: Narrator, admin: Client, standin: BuildbotStandIn, incident: dict[str, Any]) -> None:
