@@ -121,18 +121,26 @@ def start(
         )
     controller = LocalController(directory, port, admin.strip(), ingest.strip(), process)
     (directory / PID_FILE).write_text(f"{process.pid}\n", encoding="utf-8")
+    try:
+        _wait_healthy(controller)
+    except BaseException:  # a failed start or a Ctrl-C while waiting: never leave it running
+        controller.stop()
+        raise
+    return controller
+
+
+def _wait_healthy(controller: LocalController) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if not controller.alive():
             raise DemoError(
-                f"runner-controller exited with {process.returncode} at start; "
+                f"runner-controller exited with {controller.process.returncode} at start; "
                 f"its log ({controller.log}):\n{controller.log_tail()}"
             )
         with contextlib.suppress(requests.RequestException):
             if requests.get(controller.url + "/healthz", timeout=1).status_code == 200:
-                return controller
+                return
         time.sleep(0.1)
-    controller.stop()
     raise DemoError(f"runner-controller did not answer on {controller.url} within {START_TIMEOUT_S:.0f} s")
 
 

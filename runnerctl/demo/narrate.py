@@ -48,6 +48,11 @@ class Narrator:
 
     @contextmanager
     def waiting(self, what: str) -> Iterator[None]:
+        # Only when the story goes to the terminal too: a spinner routes stdout through itself while it
+        # spins, which would send a redirected story to the terminal instead.
+        if not self.out.is_terminal:
+            yield
+            return
         with self.status_console.status(what):
             yield
 

@@ -84,9 +84,9 @@ def run(options: Options, say: Narrator) -> None:
 
         admin = Client(Target(controller.url, controller.admin_token))
         _feed(say, controller, told, history)
-        incident = _verdict(say, admin, told)
+        incident = _verdict(say, admin)
         _remediation(say, admin, standin, incident)
-        _flake_records(say, admin, told, incident)
+        _flake_records(say, admin, incident)
         say.step(8, "Explain", f"the evidence chain behind the verdict on {incident['entity']}")
         say.runnerctl("explain", "runner", incident["entity"])
         say.out.print()
@@ -131,7 +131,7 @@ def _feed(say: Narrator, controller: LocalController, told: story.Story, history
     )
 
 
-def _verdict(say: Narrator, admin: Client, told: story.Story) -> dict[str, Any]:
+def _verdict(say: Narrator, admin: Client) -> dict[str, Any]:
     say.step(5, "Verdict", "which failures are beyond chance, where, and why")
     with say.waiting("analysing"):
         status = admin.post("/v1/analysis/run", timeout=300)
@@ -223,7 +223,7 @@ def _progress(actions: list[dict[str, Any]], calls: list[Call]) -> list[tuple[fl
     return lines
 
 
-def _flake_records(say: Narrator, admin: Client, told: story.Story, incident: dict[str, Any]) -> None:
+def _flake_records(say: Narrator, admin: Client, incident: dict[str, Any]) -> None:
     say.step(7, "Flake records", "a failure-counting scorer against runnerctl")
     tests = {t["test_id"]: t for t in admin.get("/v1/tests")["items"]}
     victims = [tests[v] for v in story.VICTIMS if v in tests]
