@@ -119,7 +119,49 @@ def _score_one(
             f"{result['counted_failures']} failures outside incidents on {runners} runner{plural}, "
             "with passes on the same code"
         )
+        return result
+    in_pool = _flaky_in_one_pool(frame, keep, w, entities[keep], config)
+    if in_pool is not None:
+        result["verdict"], result["reason"] = "flaky", in_pool
     return result
+
+
+def _flaky_in_one_pool(
+    frame: Frame, keep: np.ndarray, w: np.ndarray, where: np.ndarray, config: AnalysisConfig
+) -> str | None:
+    """Flaky where it runs on one pool's machines (a timing test on the slower hosts) and steady on the
+    others: pooled over every pool its rate drowns under the floor, so each pool is judged on its own.
+    The same rules hold inside the pool, one runner alone included (that is an interaction)."""
+    pools = frame.cols["pool"][keep]
+    if np.unique(pools).size < 2:
+        return None
+    fail = frame.fail[keep]
+    for pool in np.unique(pools[fail]):
+        inside = pools == pool
+        sub = keep[inside]
+        failures = int(fail[inside].sum())
+        alpha = 0.5 + float((w[inside] * fail[inside]).sum())
+        beta = 0.5 + float((w[inside] * ~fail[inside]).sum())
+        runners = np.unique(where[inside][fail[inside]]).size
+        elsewhere = int(fail[~inside].sum())
+        # Background noise differs a little between pools by chance; a pool-only flake stands out.
+        contrast = stats.fisher_exact(
+            [[failures, sub.size - failures], [elsewhere, int((~inside).sum()) - elsewhere]],
+            alternative="greater",
+        ).pvalue
+        if (
+            contrast < config.flake_pool_contrast_p
+            and sub.size >= config.flake_min_executions
+            and failures >= config.flake_min_failures
+            and runners >= 2
+            and float(stats.beta.ppf(0.05, alpha, beta)) >= config.flake_floor
+            and _passes_and_fails_on_same_code(frame, sub)
+        ):
+            return (
+                f"flaky on pool {frame.name('pool', int(pool))}: {failures} failures outside incidents "
+                f"in {sub.size} runs on {runners} runners, with passes on the same code; steady elsewhere"
+            )
+    return None
 
 
 def _interaction(frame: Frame, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig) -> str | None:

@@ -45,7 +45,11 @@ class Grade:
 def grade(fleet: Fleet, analysis: Analysis) -> Grade:
     truth = fleet.truth
     g = Grade()
-    called = {(i["kind"], i["entity"]): i for i in analysis.incidents if i["state"] in ("sick", "suspect")}
+    called = {
+        (i["kind"], i["entity"]): i
+        for i in analysis.incidents
+        if i["state"] in ("sick", "suspect", "resolved")
+    }
     g.false_sick = set(called) - set(truth.sick)
     g.missed_sick = set(truth.sick) - set(called)
     for key in set(called) & set(truth.sick):
