@@ -6,9 +6,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+from starlette.requests import ClientDisconnect
+
+from controller.api.body import too_large
 
 
 class ApiError(Exception):
@@ -62,8 +66,18 @@ def install(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first["loc"])
         return JSONResponse({"detail": f"{where}: {first['msg']}", "errors": errors}, status_code=422)
 
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(_request: Request, _exc: ClientDisconnect) -> Response:
+        # The client hung up (or the server cut off a late request) mid-body: nobody reads this answer,
+        # and it is not a server error worth a traceback.
+        return Response(status_code=400)
+
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail
+        if exc.status_code == 413 and MAX_BODY_SIZE_SCOPE_KEY in request.scope:
+            # Starlette's body limiter says only "Content Too Large": name the limit, as read_bounded does.
+            detail = too_large(request.scope[MAX_BODY_SIZE_SCOPE_KEY]).detail
         return JSONResponse(
-            {"detail": exc.detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
+            {"detail": detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
         )

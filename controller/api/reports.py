@@ -14,6 +14,7 @@ from common.reports import ReportBatch
 from controller.api.auth import REPORT_ROLES, require
 from controller.api.body import read_bounded
 from controller.api.errors import ApiError, invalid_input
+from controller.ingest.reports import KeyConflict
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
@@ -45,4 +46,8 @@ async def post_reports(
                 f"this agent token belongs to runner '{principal.runner_id}' and may not report for: "
                 + ", ".join(foreign),
             )
-    return await run_in_threadpool(request.app.state.ingest.reports, batch.reports)
+    try:
+        accepted: ReportsAccepted = await run_in_threadpool(request.app.state.ingest.reports, batch.reports)
+    except KeyConflict as error:
+        raise ApiError(409, str(error)) from error
+    return accepted

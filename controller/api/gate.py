@@ -1,0 +1,56 @@
+"""What is refused before a request's body is read: a body declared too large, and a call under /v1/
+without a valid bearer token. Bodies that declare no size are cut off at the same limit as they stream.
+
+FastAPI parses a declared body before it runs any dependency, so without this gate an anonymous client
+could make the controller read and parse a body (and learn it was malformed) before hearing 401.
+An endpoint authenticated otherwise (a provider webhook signed with HMAC instead of carrying a token)
+must be listed in UNGATED_PATHS, and then authenticates itself.
+"""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+from fastapi.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from controller.api.auth import principal_of
+from controller.api.body import too_large
+
+GATED_PREFIX = "/v1/"
+UNGATED_PATHS: frozenset[str] = frozenset()
+PRINCIPAL_KEY = "principal"
+
+
+class Gate:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        # Inside the gate, so that a declared size is refused here with our error shape; Starlette's
+        # limiter raises a 413 HTTPException from receive(), which errors.py words like ours.
+        self.app = RequestBodyLimitMiddleware(app, max_body_bytes)
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        try:
+            declared = headers.get("content-length", "")
+            if declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes:
+                raise too_large(self.max_body_bytes)
+            path: str = scope["path"]
+            if path.startswith(GATED_PREFIX) and path not in UNGATED_PATHS:
+                engine = scope["app"].state.engine
+                principal = await run_in_threadpool(principal_of, engine, headers.get("authorization", ""))
+                scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
+        except HTTPException as refused:
+            response = JSONResponse(
+                {"detail": refused.detail, "errors": []},
+                status_code=refused.status_code,
+                headers=refused.headers,
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
