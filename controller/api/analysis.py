@@ -19,6 +19,7 @@ from controller.tokens import Principal
 router = APIRouter(prefix="/v1", tags=["analysis"])
 Reader = Annotated[Principal, Depends(require(*READ_ROLES))]
 VERDICTS = ("flaky", "broken", "platform", "resource-sensitive", "healthy")
+_ONE_VERDICT = "|".join(VERDICTS)
 
 
 def service(request: Request) -> AnalysisService:
@@ -71,7 +72,11 @@ def list_tests(
     request: Request,
     _p: Reader,
     verdict: Annotated[
-        str | None, Query(description="flaky, broken, platform, resource-sensitive, healthy")
+        str | None,
+        Query(
+            description="flaky, broken, platform, resource-sensitive, healthy; comma-separated",
+            json_schema_extra={"pattern": f"^(({_ONE_VERDICT})(,({_ONE_VERDICT}))*)?$"},
+        ),
     ] = None,
     q: Annotated[str | None, Query(description="substring of the test id")] = None,
     all_tests: Annotated[

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import HTTPException, Request, status
+from pydantic import BaseModel
 
 
 async def read_bounded(request: Request, limit: int) -> bytes:
@@ -25,3 +28,24 @@ def too_large(limit: int) -> HTTPException:
         status.HTTP_413_CONTENT_TOO_LARGE,
         detail=f"request body exceeds the limit of {limit} bytes; split it into smaller batches",
     )
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a body read by hand, for `openapi_extra`, with pydantic's `$defs` inlined:
+    there its "#/$defs/..." references would point at nothing in the OpenAPI document."""
+    schema = model.model_json_schema()
+    definitions: dict[str, Any] = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                rest = {key: inline(value) for key, value in node.items() if key != "$ref"}
+                return inline(definitions[reference.removeprefix("#/$defs/")]) | rest
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined

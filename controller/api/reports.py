@@ -12,7 +12,7 @@ from common.api import ReportsAccepted
 from common.auth import Role
 from common.reports import ReportBatch
 from controller.api.auth import REPORT_ROLES, require
-from controller.api.body import read_bounded
+from controller.api.body import body_schema, read_bounded
 from controller.api.errors import ApiError, invalid_input
 from controller.ingest.reports import KeyConflict
 from controller.tokens import Principal
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/v1/reports", tags=["reports"])
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": ReportBatch.model_json_schema()}},
+            "content": {"application/json": {"schema": body_schema(ReportBatch)}},
         }
     },
 )

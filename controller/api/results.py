@@ -14,7 +14,7 @@ from common.api import ResultsAccepted
 from common.identity import RunnerIdentity
 from common.results import TestResult
 from controller.api.auth import INGEST_ROLES, require
-from controller.api.body import read_bounded
+from controller.api.body import body_schema, read_bounded
 from controller.api.errors import ApiError, invalid_input
 from controller.ingest.junit import JUnitCase, JUnitError, parse_junit
 from controller.tokens import Principal
@@ -26,9 +26,14 @@ _RESULTS_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": {"type": "array", "items": TestResult.model_json_schema()}},
+            "application/json": {"schema": {"type": "array", "items": body_schema(TestResult)}},
             "application/x-ndjson": {
-                "schema": {"type": "string", "description": "one result record per line"}
+                "schema": {
+                    "type": "array",
+                    "items": body_schema(TestResult),
+                    "minItems": 1,
+                    "description": "one result record per line",
+                }
             },
         },
     }
