@@ -19,11 +19,12 @@ class AgentReport(BaseModel):
 
     agent_id: Name
     boot_id: Name
-    seq: int = Field(ge=0)
+    # Bounded by the columns they are stored in (BIGINT, INTEGER): beyond, the database refuses them.
+    seq: int = Field(ge=0, le=2**63 - 1)
     observed_at: AwareDatetime
     runner: RunnerIdentity
     readings: list[Reading] = Field(default_factory=list, max_length=32)
-    dropped: int = Field(default=0, ge=0)
+    dropped: int = Field(default=0, ge=0, le=2**31 - 1)
     agent_version: str | None = Field(default=None, max_length=100)
 
 

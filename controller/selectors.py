@@ -9,9 +9,9 @@ from common.api import RunnerView
 
 _TERM = re.compile(r"^\s*([A-Za-z0-9_.\-/]+)\s*(==|=|!=)?\s*([^,]*?)\s*$")
 _FIELDS = ("id", "name", "machine", "pool", "image", "shard", "provider")
-# Exactly what parse_selector accepts, for the OpenAPI description: each comma-separated term, once
-# stripped, is empty or starts with a key character.
-SELECTOR_PATTERN = r"^(\s*([A-Za-z0-9_.\-/][^,]*)?)(,\s*([A-Za-z0-9_.\-/][^,]*)?)*$"
+# What parse_selector accepts, for the OpenAPI description: each comma-separated term, once stripped,
+# is empty or starts with a key character; and no NUL, which the API refuses in any URL.
+SELECTOR_PATTERN = r"^(\s*([A-Za-z0-9_.\-/][^,\u0000]*)?)(,\s*([A-Za-z0-9_.\-/][^,\u0000]*)?)*$"
 
 
 @dataclass(frozen=True)

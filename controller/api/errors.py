@@ -16,7 +16,7 @@ from controller.api.body import too_large
 
 
 class Error(BaseModel):
-    """How the OpenAPI description shows every error answer."""
+    """Every error answer, as the OpenAPI description shows it."""
 
     detail: str = Field(description="what is wrong and how to fix it")
     errors: list[dict[str, Any]] = Field(description="per field: loc, msg, type (validation errors only)")
@@ -62,7 +62,6 @@ def describe_loc(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 def install(app: FastAPI) -> None:
-    _describe_errors(app)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -90,31 +89,3 @@ def install(app: FastAPI) -> None:
         return JSONResponse(
             {"detail": detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
         )
-
-
-def _describe_errors(app: FastAPI) -> None:
-    """Make the OpenAPI description say what the handlers above send: FastAPI documents its own 422
-    shape, and no other error at all, so fuzzers and client generators would expect something else."""
-    generate = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = generate()
-            reference = {"$ref": "#/components/schemas/Error"}
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            components["Error"] = Error.model_json_schema()
-            for name in ("HTTPValidationError", "ValidationError"):
-                components.pop(name, None)
-            for operations in schema["paths"].values():
-                for operation in operations.values():
-                    responses = operation["responses"]
-                    if "422" in responses:
-                        responses["422"]["content"] = {"application/json": {"schema": reference}}
-                    responses["default"] = {
-                        "description": "Any error: 400, 401, 403, 404, 408, 409, 413, 422, 503",
-                        "content": {"application/json": {"schema": reference}},
-                    }
-        assert app.openapi_schema is not None
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]

@@ -41,6 +41,9 @@ class Gate:
             if declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes:
                 raise too_large(self.max_body_bytes)
             path: str = scope["path"]
+            if "\x00" in path or b"%00" in scope["query_string"]:
+                # PostgreSQL cannot compare or store a NUL: a runner id or filter holding one is refused.
+                raise HTTPException(400, "the URL contains a NUL character (%00): remove it")
             if path.startswith(GATED_PREFIX) and path not in UNGATED_PATHS:
                 engine = scope["app"].state.engine
                 principal = await run_in_threadpool(principal_of, engine, headers.get("authorization", ""))

@@ -12,7 +12,7 @@ from common.api import ReportsAccepted
 from common.auth import Role
 from common.reports import ReportBatch
 from controller.api.auth import REPORT_ROLES, require
-from controller.api.body import body_schema, read_bounded
+from controller.api.body import body_schema, read_bounded, refuse_nul
 from controller.api.errors import ApiError, invalid_input
 from controller.ingest.reports import KeyConflict
 from controller.tokens import Principal
@@ -38,6 +38,7 @@ async def post_reports(
         batch = ReportBatch.model_validate_json(body)
     except ValidationError as error:
         raise invalid_input(error) from error
+    refuse_nul(body, batch.reports, "report")
     if principal.role is Role.agent:
         foreign = sorted({r.runner.id for r in batch.reports if r.runner.id != principal.runner_id})
         if foreign:

@@ -14,7 +14,7 @@ from common.api import ResultsAccepted
 from common.identity import RunnerIdentity
 from common.results import TestResult
 from controller.api.auth import INGEST_ROLES, require
-from controller.api.body import body_schema, read_bounded
+from controller.api.body import body_schema, read_bounded, refuse_nul
 from controller.api.errors import ApiError, invalid_input
 from controller.ingest.junit import JUnitCase, JUnitError, parse_junit
 from controller.tokens import Principal
@@ -55,6 +55,7 @@ def parse_results(body: bytes, content_type: str, limit: int) -> list[TestResult
                 records.append(TestResult.model_validate_json(line))
             except ValidationError as error:
                 raise invalid_input(error, ("body", number), what=f"line {number + 1}: ") from error
+        refuse_nul(body, records)
         return records
     try:
         records = _ARRAY.validate_json(body)
@@ -62,6 +63,7 @@ def parse_results(body: bytes, content_type: str, limit: int) -> list[TestResult
         raise invalid_input(error) from error
     if len(records) > limit:
         raise ApiError(413, f"{len(records)} records exceed the limit of {limit} per request")
+    refuse_nul(body, records)
     return records
 
 

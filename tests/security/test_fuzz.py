@@ -34,8 +34,9 @@ EXAMPLES = int(os.environ.get("RUNNERCTL_FUZZ_EXAMPLES", "12"))
 
 
 @pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
-    with running_controller(tmp_path_factory.mktemp("fuzz")) as controller:
+def fuzzed(tmp_path_factory: pytest.TempPathFactory, shared_database_url: str) -> Iterator[Controller]:
+    """On SQLite and on PostgreSQL: the stricter database turns different inputs into errors."""
+    with running_controller(tmp_path_factory.mktemp("fuzz"), shared_database_url) as controller:
         yield controller
 
 
@@ -87,7 +88,9 @@ def test_operation(case: schemathesis.Case, fuzzed: Controller) -> None:
     )
 
 
-@given(st.text(alphabet=st.sampled_from(list("ab=!, \t-/.\n\xa0\u00e9")), max_size=12) | st.text(max_size=10))
+@given(
+    st.text(alphabet=st.sampled_from(list("ab=!, \t-/.\n\xa0\u00e9\x00")), max_size=12) | st.text(max_size=10)
+)
 @settings(max_examples=500, deadline=None)
 def test_the_selector_pattern_is_what_the_parser_accepts(text: str) -> None:
     try:
@@ -96,7 +99,7 @@ def test_the_selector_pattern_is_what_the_parser_accepts(text: str) -> None:
         accepted = False
     else:
         accepted = True
-    assert accepted == bool(re.search(SELECTOR_PATTERN, text))
+    assert (accepted and "\x00" not in text) == bool(re.search(SELECTOR_PATTERN, text))
 
 
 # Requests the fuzzer once turned into a 500, kept as they were found.
@@ -117,12 +120,51 @@ FOUND = {
         },
         "reports[0].readings[0].other.check: Input should be a valid string",
     ),
+    "sequence number beyond BIGINT": (
+        "/v1/reports",
+        {
+            "reports": [
+                {
+                    "agent_id": "0",
+                    "boot_id": "0",
+                    "seq": 10**34,
+                    "observed_at": "2000-01-01T00:00:00Z",
+                    "runner": {"id": "0"},
+                }
+            ]
+        },
+        "reports[0].seq: Input should be less than or equal to 9223372036854775807",
+    ),
+    "cordon expiry past year 9999": (
+        "/v1/runners/fuzz-1/cordon",
+        {"expires_in_s": 1e12},
+        "expires_in_s: Input should be less than or equal to 315360000",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(FOUND))
 def test_what_the_fuzzer_found_is_a_clear_422(fuzzed: Controller, name: str) -> None:
     path, body, detail = FOUND[name]
+    known = {"test_id": "t", "outcome": "passed", "time": "2026-01-01T00:00:00Z", "runner": {"id": "fuzz-1"}}
+    assert fuzzed.post("/v1/results", json=[known]).status_code == 200
     response = fuzzed.post(path, json=body)
     assert response.status_code == 422, response.text
     assert detail in response.json()["detail"]
+
+
+def test_nul_is_refused_where_stored_and_ignored_where_not(fuzzed: Controller) -> None:
+    record = {"test_id": "t", "outcome": "passed", "time": "2026-01-01T00:00:00Z", "runner": {"id": "nul-1"}}
+    stored = fuzzed.post("/v1/results", json=[record, record | {"message": "a\x00b"}])
+    assert stored.status_code == 422
+    assert (
+        stored.json()["detail"]
+        == "record 1: message: contains NUL (\\u0000), which cannot be stored: remove it"
+    )
+    ignored = fuzzed.post("/v1/results", json=[record | {"extra": {"k\x00": "v\x00"}}])
+    assert ignored.status_code == 200, ignored.text
+    url = fuzzed.get("/v1/runners/nul%00-1")
+    assert (url.status_code, url.json()["detail"]) == (
+        400,
+        "the URL contains a NUL character (%00): remove it",
+    )
