@@ -19,8 +19,9 @@ class AgentReport(BaseModel):
 
     agent_id: Name
     boot_id: Name
-    # Bounded by the columns they are stored in (BIGINT, INTEGER): beyond, the database refuses them.
-    seq: int = Field(ge=0, le=2**63 - 1)
+    # Bounded to fit the columns they are stored in (BIGINT, INTEGER); seq to 2**53 - 1, the largest
+    # integer a JSON reader that parses numbers as doubles (and a JSON schema's maximum) holds exactly.
+    seq: int = Field(ge=0, le=2**53 - 1)
     observed_at: AwareDatetime
     runner: RunnerIdentity
     readings: list[Reading] = Field(default_factory=list, max_length=32)

@@ -133,7 +133,7 @@ FOUND = {
                 }
             ]
         },
-        "reports[0].seq: Input should be less than or equal to 9223372036854775807",
+        "reports[0].seq: Input should be less than or equal to 9007199254740991",
     ),
     "cordon expiry past year 9999": (
         "/v1/runners/fuzz-1/cordon",
