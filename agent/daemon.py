@@ -13,6 +13,7 @@ from types import ModuleType
 
 from agent import __version__, checks, identity, schedule
 from agent.checks.base import CheckConfig
+from agent.directives import Directives
 from agent.runner import run_check
 from agent.sender import Sender
 from agent.settings import AgentSettings
@@ -58,7 +59,15 @@ class Agent:
         self.stop_event = threading.Event()
         self.spool = Spool(settings.state_dir, settings.spool)
         token = settings.token.get_secret_value() if settings.token else None
-        self.sender = Sender(settings.server, token, self.spool, settings.sender, stop=self.stop_event)
+        self.directives = Directives(self.runner.id, settings.directives, settings.state_dir)
+        self.sender = Sender(
+            settings.server,
+            token,
+            self.spool,
+            settings.sender,
+            stop=self.stop_event,
+            on_answer=self.directives.handle,
+        )
         jobs = [(module, settings.check_config(module.NAME)) for module in checks.CHECKS]
         self.scheduler = schedule.build(jobs, self.run_one, speedup=settings.speedup, first_run_spread_s=1.0)
 
@@ -70,6 +79,7 @@ class Agent:
         if self.stop_event.is_set():
             return  # stopping: a reading cut short is not worth a report
         observed = datetime.now(UTC)
+        waiting = 0
 
         def build(seq: int, dropped: int) -> AgentReport:
             return AgentReport(
@@ -80,10 +90,12 @@ class Agent:
                 runner=self.runner,
                 readings=[outcome.reading],
                 dropped=dropped,
+                spool_depth=waiting,
                 agent_version=__version__,
             )
 
         try:
+            waiting = self.spool.stats()["reports"]  # what the controller has not acknowledged yet
             report = self.spool.append(self.agent_id, self.boot_id, build)
         except Exception:
             log.exception("spool: cannot store the %s reading", module.NAME)

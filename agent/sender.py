@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +45,13 @@ class Sender:
         spool: Spool,
         settings: SenderSettings,
         stop: threading.Event | None = None,
+        on_answer: Callable[[Any], None] | None = None,
     ) -> None:
         self.url = server.rstrip("/") + "/v1/reports"
         self.spool = spool
         self.settings = settings
         self.stop = stop or threading.Event()
+        self.on_answer = on_answer  # the controller's directives ride on its acknowledgements
         self.wake = threading.Event()
         self._batch_limit = settings.batch_size
         self._failures = 0
@@ -170,6 +173,11 @@ class Sender:
         except (ValueError, TypeError, AttributeError):
             log.warning("sender: unreadable acknowledgement; will resend (the controller dedupes)")
             return Result(retry=True)
+        if self.on_answer is not None:
+            try:
+                self.on_answer(body)
+            except Exception:  # a directive gone wrong must not stop reports
+                log.exception("sender: cannot act on the controller's answer")
         # A batch that went through lets the size limit a 413 imposed grow back, one doubling at a time.
         self._batch_limit = min(self.settings.batch_size, max(self._batch_limit, len(batch) * 2))
         sent = {item.seq for item in batch}

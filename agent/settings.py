@@ -23,6 +23,7 @@ from agent.checks.cache import CacheConfig
 from agent.checks.clock import ClockConfig
 from agent.checks.disk import DiskConfig
 from agent.checks.memory import MemoryConfig
+from agent.directives import DirectiveSettings
 
 DEFAULT_CONFIG = Path("/etc/runner-agent/config.toml")
 CONFIG_ENV = "RUNNER_AGENT_CONFIG"
@@ -89,6 +90,7 @@ class AgentSettings(BaseSettings):
     clock: ClockConfig = ClockConfig()
     disk: DiskConfig = DiskConfig()
     memory: MemoryConfig = MemoryConfig()
+    directives: DirectiveSettings = DirectiveSettings()
 
     def check_config(self, name: str) -> CheckConfig:
         """A check's config with the agent-wide defaults (state dir, work dir) filled in."""

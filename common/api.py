@@ -13,10 +13,22 @@ class _Response(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class RunnerDirective(_Response):
+    """What the controller asks of a runner's host, for what a provider's API cannot do (GitHub has no
+    pause): `cordoned` means take no new jobs; the agent runs its `on_cordon` / `on_uncordon` command."""
+
+    runner: str
+    cordoned: bool
+    reason: str | None = None
+
+
 class ReportsAccepted(_Response):
     accepted: int
     new: list[int] = Field(description="sequence numbers stored for the first time")
     duplicate: list[int] = Field(description="sequence numbers already stored; nothing written for them")
+    directives: list[RunnerDirective] = Field(
+        default_factory=list, description="one per runner in the batch: is it cordoned"
+    )
 
 
 class ResultsAccepted(_Response):

@@ -26,6 +26,9 @@ class AgentReport(BaseModel):
     runner: RunnerIdentity
     readings: list[Reading] = Field(default_factory=list, max_length=32)
     dropped: int = Field(default=0, ge=0, le=2**31 - 1)
+    # Reports still waiting in the agent's spool when this one was written: a controller that cannot
+    # keep up, or a network that drops, shows here before anything is lost.
+    spool_depth: int | None = Field(default=None, ge=0, le=2**31 - 1)
     agent_version: str | None = Field(default=None, max_length=100)
 
 

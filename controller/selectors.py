@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from common.api import RunnerView
 
@@ -63,4 +65,48 @@ def _match(term: Term, runner: RunnerView) -> bool:
         return bool(values) or term.key in runner.identity.labels
     if term.op == "=":
         return term.value in values or (term.value == "" and term.key in runner.identity.labels)
+    return term.value not in values
+
+
+# The fields a selector may name on each listed resource other than runners (which have free-form labels).
+RecordFields = dict[str, Callable[[dict[str, Any]], Any]]
+
+
+def field_of(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda record: record.get(key)
+
+
+def record_selector_pattern(fields: RecordFields) -> str:
+    """What select_records accepts over these fields, for the OpenAPI description: each term, once
+    stripped, is empty or a known key ended by a character that cannot continue a key; no NUL."""
+    keys = "|".join(re.escape(key) for key in sorted(fields))
+    term = rf"\s*(({keys})([^A-Za-z0-9_.\-/,\u0000][^,\u0000]*)?)?"
+    return rf"^{term}(,{term})*$"
+
+
+def select_records(
+    text: str | None, items: list[dict[str, Any]], fields: RecordFields
+) -> list[dict[str, Any]]:
+    """Filter records by a selector over named fields; a list-valued field matches any of its values.
+
+    Unlike runner labels these fields are fixed, so an unknown key is a typo: say so instead of
+    silently matching nothing.
+    """
+    selector = parse_selector(text or "")
+    unknown = sorted({term.key for term in selector.terms} - set(fields))
+    if unknown:
+        raise ValueError(f"unknown key {', '.join(unknown)}; use one of: {', '.join(sorted(fields))}")
+    return [
+        item for item in items if all(_match_record(term, fields[term.key](item)) for term in selector.terms)
+    ]
+
+
+def _match_record(term: Term, value: Any) -> bool:
+    values = {str(v) for v in value} if isinstance(value, list | tuple | set) else set()
+    if not isinstance(value, list | tuple | set) and value not in (None, ""):
+        values = {str(value)}
+    if term.op == "exists":
+        return bool(values)
+    if term.op == "=":
+        return term.value in values
     return term.value not in values

@@ -28,6 +28,18 @@ class ControllerSettings(BaseSettings):
         default=60.0, gt=0, description="a whole request, body included, must arrive within this long"
     )
 
+    # Replicas (docs/reliability.md, "Replicas and leadership"): one leader analyses, remediates, prunes.
+    leader_lease_ttl_s: float = Field(
+        default=15.0, ge=0.3, description="a killed leader is replaced within this plus a third of it"
+    )
+    analysis_window_days: float = Field(
+        default=90.0, ge=1, description="the analysis reads this far back; retention prunes only beyond"
+    )
+    retention_interval_s: float = Field(
+        default=3600.0, ge=0, description="how often the leader prunes beyond the window; 0 never"
+    )
+    retention_batch_rows: int = Field(default=5000, ge=1, description="rows deleted per transaction")
+
     # Remediation. Defaults are conservative: decide and explain, act on nothing.
     remediation_mode: str = Field(
         default="observe", pattern="^(observe|approve|auto)$", description="default for pools not listed"
@@ -44,6 +56,11 @@ class ControllerSettings(BaseSettings):
     )
     # CI providers: {"buildbot": {"url": "http://127.0.0.1:8010/", "username": ..., "password": ...}}.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
+    poll_interval_s: float = Field(
+        default=15.0,
+        ge=0,
+        description="how often providers without webhooks (Jenkins) are polled; 0 disables",
+    )
     pool_providers: dict[str, str] = Field(
         default_factory=dict, description="pool -> provider, for runners whose identity names none"
     )

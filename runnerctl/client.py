@@ -20,12 +20,12 @@ class ApiError(Exception):
 
 
 class Client:
-    def __init__(self, target: Target, timeout: float = 30.0) -> None:
+    def __init__(self, target: Target, timeout: float = 30.0, retries: int = 4) -> None:
         self.target = target
         self.timeout = timeout
         self.session = requests.Session()
         retry = Retry(
-            total=4,
+            total=retries,
             backoff_factor=0.5,
             status_forcelist=(502, 503, 504),
             allowed_methods=frozenset({"GET", "PUT", "DELETE", "POST"}),  # our POSTs are idempotent

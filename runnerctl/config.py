@@ -5,16 +5,22 @@ The file (`~/.config/runnerctl/config.toml`, or `RUNNERCTL_CONFIG`) holds named 
     current-context = "prod"
     [contexts.prod]
     server = "https://controller.example:8080"
-    token = "rct_..."
+    token = "rct_..."              # or: token-file = "/run/secrets/runnerctl-token"
+
+It holds secrets, so it is only ever written whole, with mode 0600, through a rename.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 
 class ConfigError(Exception):
@@ -40,9 +46,50 @@ def load_file(path: Path | None = None) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path}: {error}") from error
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from error
+    if not isinstance(data.get("contexts", {}), dict):
+        raise ConfigError(f"cannot read {path}: 'contexts' must be a table of named contexts")
+    return data
+
+
+def save_file(data: dict[str, Any], path: Path | None = None) -> Path:
+    """Replace the file atomically: a crash leaves the old file or the new one, never half of either."""
+    path = path or config_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)  # created 0600
+    try:
+        with os.fdopen(fd, "wb") as out:
+            tomli_w.dump(data, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a power cut
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def token_of(context: dict[str, Any]) -> str | None:
+    """A context's token: inline, or read from its token file (which may be rotated under us)."""
+    if context.get("token"):
+        return str(context["token"])
+    token_file = context.get("token-file")
+    if not token_file:
+        return None
+    try:
+        return Path(token_file).expanduser().read_text(encoding="utf-8").strip() or None
+    except OSError as error:
+        raise ConfigError(f"cannot read the token file {token_file}: {error.strerror}") from error
 
 
 def resolve(server: str | None, token: str | None, context: str | None = None) -> Target:
@@ -56,7 +103,7 @@ def resolve(server: str | None, token: str | None, context: str | None = None) -
             raise ConfigError(f"context '{name}' not found in {config_path()} (known: {known})")
         ctx = contexts[name]
     resolved_server = server or os.environ.get("RUNNERCTL_SERVER") or ctx.get("server")
-    resolved_token = token or os.environ.get("RUNNERCTL_TOKEN") or ctx.get("token")
+    resolved_token = token or os.environ.get("RUNNERCTL_TOKEN") or token_of(ctx)
     if not resolved_server:
         raise ConfigError(
             "no controller configured: pass --server URL, set RUNNERCTL_SERVER, "

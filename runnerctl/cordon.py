@@ -6,12 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
-from runnerctl import rotation
+from runnerctl import completion, rotation
 from runnerctl.client import ApiError
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import clean, stderr
 
-RunnerArg = Annotated[str | None, typer.Argument(help="runner id (or use -l)")]
+RunnerArg = Annotated[
+    str | None, typer.Argument(help="runner id (or use -l)", autocompletion=completion.runner_ids)
+]
 SelectorOption = Annotated[
     str | None, typer.Option("-l", "--selector", help="label selector, e.g. pool=linux")
 ]
@@ -34,6 +37,12 @@ def report_error(runner: str, error: ApiError) -> None:
     stderr.print(f"error: {clean(error.message)}", markup=False)
 
 
+EPILOG = examples(
+    'runnerctl cordon linux-03 --reason "disk replaced tomorrow"',
+    "runnerctl cordon -l pool=linux,health=sick --dry-run",
+)
+
+
 def cordon(
     ctx: typer.Context,
     runner: RunnerArg = None,
@@ -44,12 +53,7 @@ def cordon(
     ] = None,
     dry_run: DryRunOption = False,
 ) -> None:
-    """Mark runners unschedulable: the CI provider pauses them and sends no new jobs.
-
-    Examples:
-      runnerctl cordon linux-03 --reason "disk replaced tomorrow"
-      runnerctl cordon -l pool=linux,health=sick --dry-run
-    """
+    """Mark runners unschedulable: the CI provider pauses them and sends no new jobs."""
     runners = targets(ctx, runner, selector)
     body: dict[str, Any] = {"reason": reason, "dry_run": dry_run, "expires_in_s": expires_in}
 

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from runnerctl import completion
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
+
+RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
 
 app = typer.Typer(no_args_is_help=True, help="Show one resource in detail.")
 
 
-@app.command("runner")
-def runner(ctx: typer.Context, runner_id: str) -> None:
-    """Identity, health, cordon state and the last reading of each check.
-
-    Example:
-      runnerctl describe runner linux-03
-    """
+@app.command(
+    "runner",
+    epilog=examples(
+        "runnerctl describe runner linux-03",
+        "runnerctl --context prod describe runner linux-03",
+    ),
+)
+def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
+    """Identity, health, cordon state and the last reading of each check."""
     data = client_of(ctx).get(f"/v1/runners/{runner_id}")
     ident = data["identity"]
     lines = [

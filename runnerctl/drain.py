@@ -9,7 +9,13 @@ import typer
 from runnerctl import rotation
 from runnerctl.context import client_of
 from runnerctl.cordon import DryRunOption, ReasonOption, RunnerArg, SelectorOption, report_error, targets
+from runnerctl.examples import examples
 from runnerctl.output import clean, stderr
+
+EPILOG = examples(
+    "runnerctl drain linux-03 --rerun",
+    "runnerctl drain linux-03 --rerun --dry-run",
+)
 
 
 def drain(
@@ -24,10 +30,6 @@ def drain(
 ) -> None:
     """Cordon runners and (with --rerun) rerun the jobs that failed on them during their incident, on
     healthy runners. In a pool in `approve` mode this is the operator's approval.
-
-    Examples:
-      runnerctl drain linux-03 --rerun
-      runnerctl drain linux-03 --rerun --dry-run
     """
     runners = targets(ctx, runner, selector)
     body: dict[str, Any] = {"reason": reason, "dry_run": dry_run, "rerun": rerun}

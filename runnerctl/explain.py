@@ -7,8 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
+from runnerctl import completion
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
+
+RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
 
 app = typer.Typer(no_args_is_help=True, help="Show why the controller judged a runner or a test as it did.")
 
@@ -16,7 +20,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print the raw explanat
 
 
 def _line(text: str = "") -> None:
-    stdout.print(clean(text), markup=False)
+    stdout.print(clean(text).rstrip(), markup=False)
 
 
 def _table(
@@ -32,13 +36,16 @@ def _table(
         _line(mark + "  ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns))
 
 
-@app.command("runner")
-def runner(ctx: typer.Context, runner_id: str, as_json: JsonOption = False) -> None:
+@app.command(
+    "runner",
+    epilog=examples(
+        "runnerctl explain runner linux-03",
+        "runnerctl explain runner linux-03 --json | jq .incidents",
+    ),
+)
+def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False) -> None:
     """Why this runner is healthy, warning, suspect or sick: its failures against its peers, the test
     used and its numbers, the confirming readings, and what would flip the verdict.
-
-    Example:
-      runnerctl explain runner linux-03
     """
     data = client_of(ctx).get(f"/v1/runners/{runner_id}/explain")
     if as_json:
@@ -122,6 +129,9 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
     _line()
     _line(f"Remediation (mode {remediation['mode']}):")
     _line(f"  budget: {remediation['budget']['explanation']}")
+    provider = remediation.get("provider") or {}
+    if provider.get("cordon_limits"):
+        _line(f"  cordon via {provider['name']}: {provider['cordon_limits']}")
     for rerun in remediation.get("reruns") or []:
         _line(
             f"  rerun: job {rerun['job']} as {rerun['rerun_as'] or '-'}: {rerun['state']} ({rerun['incident']})"
@@ -134,13 +144,16 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
         )
 
 
-@app.command("test")
+@app.command(
+    "test",
+    epilog=examples(
+        "runnerctl explain test 'tests/test_io.py::test_read'",
+        "runnerctl explain test 'tests/test_io.py::test_read' --json",
+    ),
+)
 def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
     """Per runner: executions, failures, which failures were discounted and why, and what a
     failure-counting scorer would have said.
-
-    Example:
-      runnerctl explain test 'tests/test_io.py::test_read'
     """
     data = client_of(ctx).get("/v1/tests/explain", params={"test_id": test_id})
     if as_json:

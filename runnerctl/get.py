@@ -1,13 +1,17 @@
-"""`runnerctl get runners|incidents|tests|actions`: list resources."""
+"""`runnerctl get runners|incidents|tests|actions`: list resources, once or (--watch) as they change."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
+from runnerctl import completion
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import Column, check_format, emit
+from runnerctl.watch import Fetch, watch
 
 app = typer.Typer(no_args_is_help=True, help="List resources: runners, incidents, tests, actions.")
 
@@ -17,6 +21,36 @@ OutputOption = Annotated[
 SelectorOption = Annotated[
     str | None, typer.Option("-l", "--selector", help="label selector, e.g. pool=linux,health!=healthy")
 ]
+WatchOption = Annotated[
+    bool, typer.Option("-w", "--watch", help="after listing, print what changes until Ctrl-C")
+]
+IntervalOption = Annotated[
+    float, typer.Option("--interval", min=0.1, help="seconds between polls while watching")
+]
+# Bounds a watch for tests and scripts; people end one with Ctrl-C.
+PollsOption = Annotated[int | None, typer.Option("--watch-count", min=0, hidden=True)]
+
+
+def show(
+    fetch: Fetch,
+    output: str,
+    columns: tuple[Column, ...],
+    kind: str,
+    name_of: Callable[[dict[str, Any]], str],
+    watching: bool,
+    interval_s: float,
+    polls: int | None,
+) -> None:
+    if watching or polls is not None:
+        watch(fetch, output, columns, kind, name_of, interval_s=interval_s, polls=polls)
+    else:
+        emit(fetch(), output, columns, kind, name_of)
+
+
+def listing(ctx: typer.Context, path: str, params: dict[str, Any]) -> Fetch:
+    client = client_of(ctx)
+    return lambda: list(client.get(path, params={k: v for k, v in params.items() if v})["items"])
+
 
 RUNNER_COLUMNS = (
     Column("name", lambda r: r["identity"]["id"]),
@@ -34,22 +68,30 @@ RUNNER_COLUMNS = (
 )
 
 
-@app.command("runners")
+@app.command(
+    "runners",
+    epilog=examples(
+        "runnerctl get runners",
+        "runnerctl get runners -l pool=linux -o wide",
+        "runnerctl get runners -l health=sick -o name",
+        "runnerctl get runners -l pool=linux --watch",
+    ),
+)
 def runners(
     ctx: typer.Context,
     output: OutputOption = "table",
     selector: SelectorOption = None,
+    watching: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    polls: PollsOption = None,
 ) -> None:
     """List runners with their health.
 
-    Examples:
-      runnerctl get runners
-      runnerctl get runners -l pool=linux -o wide
-      runnerctl get runners -l health=sick -o name
+    Selector keys: id, name, machine, pool, image, shard, provider, health, ephemeral, and the
+    runner's own labels (key=value or bare).
     """
-    params: dict[str, Any] = {"l": selector} if selector else {}
-    items = client_of(ctx).get("/v1/runners", params=params)["items"]
-    emit(items, output, RUNNER_COLUMNS, "runner", lambda r: r["identity"]["id"])
+    fetch = listing(ctx, "/v1/runners", {"l": selector})
+    show(fetch, output, RUNNER_COLUMNS, "runner", lambda r: r["identity"]["id"], watching, interval, polls)
 
 
 INCIDENT_COLUMNS = (
@@ -69,7 +111,14 @@ INCIDENT_COLUMNS = (
 )
 
 
-@app.command("incidents")
+@app.command(
+    "incidents",
+    epilog=examples(
+        "runnerctl get incidents",
+        "runnerctl get incidents --state sick -o json",
+        "runnerctl get incidents -l kind=runner,dimension=disk --watch",
+    ),
+)
 def incidents(
     ctx: typer.Context,
     output: OutputOption = "table",
@@ -77,16 +126,19 @@ def incidents(
         str | None, typer.Option("--state", help="suspect, sick or resolved (comma-separated)")
     ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="runner, machine, image or pool")] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option(
+            "-l", "--selector", help="over id, kind, entity, state, dimension, pool; e.g. state!=resolved"
+        ),
+    ] = None,
+    watching: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    polls: PollsOption = None,
 ) -> None:
-    """List incidents: entities whose failures are beyond chance, with the sick dimension.
-
-    Examples:
-      runnerctl get incidents
-      runnerctl get incidents --state sick -o json
-    """
-    params = {k: v for k, v in {"state": state, "kind": kind}.items() if v}
-    items = client_of(ctx).get("/v1/incidents", params=params)["items"]
-    emit(items, output, INCIDENT_COLUMNS, "incident", lambda i: i["id"])
+    """List incidents: entities whose failures are beyond chance, with the sick dimension."""
+    fetch = listing(ctx, "/v1/incidents", {"state": state, "kind": kind, "l": selector})
+    show(fetch, output, INCIDENT_COLUMNS, "incident", lambda i: i["id"], watching, interval, polls)
 
 
 TEST_COLUMNS = (
@@ -102,7 +154,14 @@ TEST_COLUMNS = (
 )
 
 
-@app.command("tests")
+@app.command(
+    "tests",
+    epilog=examples(
+        "runnerctl get tests --flaky",
+        "runnerctl get tests --flaky -o name > quarantine.txt",
+        "runnerctl get tests --broken -o wide",
+    ),
+)
 def tests(
     ctx: typer.Context,
     output: OutputOption = "table",
@@ -112,34 +171,27 @@ def tests(
         str | None, typer.Option("--verdict", help="flaky, broken, platform, resource-sensitive, healthy")
     ] = None,
     all_tests: Annotated[bool, typer.Option("--all", help="include tests that never failed")] = False,
+    selector: Annotated[
+        str | None,
+        typer.Option("-l", "--selector", help="over test, verdict, discounted-by; e.g. discounted-by=outage"),
+    ] = None,
+    watching: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    polls: PollsOption = None,
 ) -> None:
     """List tests with their flake score (failures inside incidents and outages discounted).
 
     `-o name` prints bare test ids, one per line: a quarantine list for CI.
-
-    Examples:
-      runnerctl get tests --flaky
-      runnerctl get tests --flaky -o name > quarantine.txt
-      runnerctl get tests --broken -o wide
     """
     wanted = [v for v in (verdict,) if v]
     if flaky:
         wanted.append("flaky")
     if broken:
         wanted += ["broken", "platform"]
-    params: dict[str, Any] = {"all": str(all_tests).lower()}
-    if wanted:
-        params["verdict"] = ",".join(wanted)
-    items = client_of(ctx).get("/v1/tests", params=params)["items"]
-    if output == "name":
-        for item in items:
-            typer.echo(item["test_id"])
-        if not items:
-            from runnerctl.output import stderr
-
-            stderr.print("No resources found")
-        return
-    emit(items, output, TEST_COLUMNS, "test", lambda t: t["test_id"])
+    params = {"all": str(all_tests).lower(), "verdict": ",".join(wanted), "l": selector}
+    fetch = listing(ctx, "/v1/tests", params)
+    # Bare ids under -o name (kind ""): the quarantine list CI reads.
+    show(fetch, output, TEST_COLUMNS, "", lambda t: t["test_id"], watching, interval, polls)
 
 
 ACTION_COLUMNS = (
@@ -157,28 +209,42 @@ ACTION_COLUMNS = (
 )
 
 
-@app.command("actions")
+@app.command(
+    "actions",
+    epilog=examples(
+        "runnerctl get actions",
+        "runnerctl get actions --runner linux-03 -o wide",
+        "runnerctl get actions -l status=refused,mode=auto",
+        "runnerctl get actions --watch",
+    ),
+)
 def actions(
     ctx: typer.Context,
     output: OutputOption = "table",
-    runner: Annotated[str | None, typer.Option("--runner", help="only this runner's")] = None,
-    incident: Annotated[str | None, typer.Option("--incident", help="only this incident's")] = None,
+    runner: Annotated[
+        str | None, typer.Option("--runner", help="only this runner's", autocompletion=completion.runner_ids)
+    ] = None,
+    incident: Annotated[
+        str | None,
+        typer.Option("--incident", help="only this incident's", autocompletion=completion.incident_ids),
+    ] = None,
     action: Annotated[str | None, typer.Option("--action", help="cordon, uncordon, rerun, ...")] = None,
     status: Annotated[
         str | None, typer.Option("--status", help="intended, done, failed, refused, skipped")
     ] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option(
+            "-l",
+            "--selector",
+            help="over action, status, runner, incident, job, actor, mode; e.g. status!=done",
+        ),
+    ] = None,
+    watching: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    polls: PollsOption = None,
 ) -> None:
-    """The audit log: what the controller and operators did, refused or skipped, and why, newest first.
-
-    Examples:
-      runnerctl get actions
-      runnerctl get actions --runner linux-03 -o wide
-      runnerctl get actions --status refused
-    """
-    params = {
-        k: v
-        for k, v in {"runner": runner, "incident": incident, "action": action, "status": status}.items()
-        if v
-    }
-    items = client_of(ctx).get("/v1/actions", params=params)["items"]
-    emit(items, output, ACTION_COLUMNS, "action", lambda a: str(a["id"]))
+    """The audit log: what the controller and operators did, refused or skipped, and why, newest first."""
+    params = {"runner": runner, "incident": incident, "action": action, "status": status, "l": selector}
+    fetch = listing(ctx, "/v1/actions", params)
+    show(fetch, output, ACTION_COLUMNS, "action", lambda a: str(a["id"]), watching, interval, polls)

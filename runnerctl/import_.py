@@ -20,6 +20,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from runnerctl.client import ApiError, Client
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import stderr
 
 RESULT_BATCH = 5000
@@ -33,6 +34,13 @@ class Tally:
     reports: int = 0
     new_reports: int = 0
     files: list[str] = field(default_factory=list)
+
+
+EPILOG = examples(
+    "runnerctl import history.ndjson",
+    "runnerctl import --no-wait part-1.ndjson part-2.ndjson",
+    "runnerctl import --runner-id linux-03 --pool linux --job-id 17 report.xml",
+)
 
 
 def import_files(
@@ -58,13 +66,7 @@ def import_files(
         str | None, typer.Option("--time", help="JUnit: event time when the XML has none")
     ] = None,
 ) -> None:
-    """Import history and wait for its verdicts.
-
-    Examples:
-      runnerctl import history.ndjson
-      runnerctl import --no-wait part-1.ndjson part-2.ndjson
-      runnerctl import --runner-id linux-03 --pool linux --job-id 17 report.xml
-    """
+    """Import history and wait for its verdicts."""
     client = client_of(ctx)
     tally = Tally()
     for path in files:

@@ -43,31 +43,55 @@ def emit(
     name_of: Callable[[dict[str, Any]], str],
     *,
     single: bool = False,
-) -> None:
+    header: bool = True,
+    widths: list[int] | None = None,
+) -> list[int]:
+    """Print items in the format asked for; returns the table's column widths, so that rows printed
+    later (a watch) line up under the first table."""
     if fmt == "json":
         sys.stdout.write(
             json.dumps(items[0] if single and items else list(items), indent=2, ensure_ascii=False) + "\n"
         )
-        return
+        return []
     if fmt == "yaml":
         sys.stdout.write(
             yaml.safe_dump(items[0] if single and items else list(items), sort_keys=False, allow_unicode=True)
         )
-        return
+        return []
     if not items:
-        stderr.print("No resources found")
-        return
+        if header:
+            stderr.print("No resources found")
+        return widths or []
     if fmt == "name":
         for item in items:
-            sys.stdout.write(f"{kind}/{clean(name_of(item))}\n")
-        return
-    shown = [c for c in columns if fmt == "wide" or not c.wide_only]
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for column in shown:
-        table.add_column(column.header.upper(), overflow="fold")
-    for item in items:
-        table.add_row(*(_cell(column.value(item)) for column in shown))
-    stdout.print(table)
+            # An empty kind prints bare names: lists other tools read (a quarantine file).
+            sys.stdout.write(f"{kind}/" * bool(kind) + f"{clean(name_of(item))}\n")
+        return []
+    shown = shown_columns(columns, fmt)
+    rows = [row_of(item, shown) for item in items]
+    found = [
+        max([len(column.header) * header, *(len(row[n]) for row in rows), (widths or [0] * len(shown))[n]])
+        for n, column in enumerate(shown)
+    ]
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", show_header=header)
+    for column, width in zip(shown, found, strict=True):
+        table.add_column(column.header.upper(), overflow="fold", min_width=width)
+    for row in rows:
+        table.add_row(*row)
+    with stdout.capture() as captured:
+        stdout.print(table)
+    # Padding after the last column is noise in a diff, a snapshot or a `grep -x`.
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    sys.stdout.flush()
+    return found
+
+
+def shown_columns(columns: Sequence[Column], fmt: str) -> list[Column]:
+    return [c for c in columns if fmt == "wide" or not c.wide_only]
+
+
+def row_of(item: dict[str, Any], shown: Sequence[Column]) -> list[str]:
+    return [_cell(column.value(item)) for column in shown]
 
 
 _CONTROL = dict.fromkeys(range(32), "?") | {127: "?"}

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from runnerctl.context import client_of
+from runnerctl.examples import examples
 from runnerctl.output import Column, check_format, emit, stdout
 
 STATES = ("healthy", "warning", "suspect", "sick")
@@ -15,6 +16,13 @@ STATES = ("healthy", "warning", "suspect", "sick")
 
 def _field(name: str) -> Callable[[dict[str, Any]], Any]:
     return lambda line: line.get(name, 0)
+
+
+EPILOG = examples(
+    "runnerctl status",
+    "runnerctl status -o json",
+    "runnerctl --context prod status",
+)
 
 
 def status(
@@ -25,9 +33,6 @@ def status(
 ) -> None:
     """Per pool: how many runners are healthy, warning, suspect, sick and cordoned; open incidents
     and outages.
-
-    Example:
-      runnerctl status
     """
     client = client_of(ctx)
     runners = client.get("/v1/runners")["items"]

@@ -9,7 +9,13 @@ import typer
 from runnerctl import rotation
 from runnerctl.context import client_of
 from runnerctl.cordon import DryRunOption, RunnerArg, SelectorOption, report_error, targets
+from runnerctl.examples import examples
 from runnerctl.output import clean
+
+EPILOG = examples(
+    "runnerctl uncordon linux-03",
+    "runnerctl uncordon -l pool=linux --dry-run",
+)
 
 
 def uncordon(
@@ -21,12 +27,7 @@ def uncordon(
     ] = False,
     dry_run: DryRunOption = False,
 ) -> None:
-    """Mark runners schedulable again, whoever cordoned them.
-
-    Examples:
-      runnerctl uncordon linux-03
-      runnerctl uncordon -l pool=linux --dry-run
-    """
+    """Mark runners schedulable again, whoever cordoned them."""
     runners = targets(ctx, runner, selector)
     body: dict[str, Any] = {"dry_run": dry_run, "force": force}
 

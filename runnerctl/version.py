@@ -5,6 +5,9 @@ from __future__ import annotations
 import typer
 
 from runnerctl import __version__
+from runnerctl.examples import examples
+
+EPILOG = examples("runnerctl version")
 
 
 def version() -> None:

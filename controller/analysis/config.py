@@ -8,6 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 class AnalysisConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # How far back from as_of the analysis reads (controller/analysis/horizon.py); retention prunes
+    # only what lies beyond, so pruning never changes a verdict.
+    window_days: float = Field(default=90.0, ge=1, description="the analysis reads this many days back")
+
     # Time resolution.
     bin_s: int = Field(default=3600, ge=60, description="bin of an entity's failure series")
     baseline_radius_bins: int = Field(

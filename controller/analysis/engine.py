@@ -1,5 +1,6 @@
 """One analysis pass: outages, clusters and their attribution, evidence, incidents, runner health and
-flake scores — a pure function of the frame and `as_of`, so a backfill gives what live traffic did."""
+flake scores — a pure function of the frame and `as_of`, so a backfill gives what live traffic did.
+Only rows inside the horizon (horizon.py) are read, so pruning older ones changes nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
+from controller.analysis.horizon import horizon
 from controller.analysis.levels import build_levels
 from controller.analysis.outages import Outage, find_outages, outage_mask
 from controller.analysis.verdict import build_incident
@@ -42,8 +44,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     config = config or AnalysisConfig()
     if frame.size == 0:
         return Analysis(as_of_ms=as_of_ms or 0)
-    frame = frame.canonical()
     as_of = int(frame.time_ms.max()) if as_of_ms is None else as_of_ms
+    window = horizon(as_of, config)
+    frame = frame.since(window.results_from_ms, window.readings_from_ms).canonical()
+    if frame.size == 0:
+        return Analysis(as_of_ms=as_of)
     selected = frame.time_ms <= as_of
     if selected.any():
         config = scaled_to(config, as_of - int(frame.time_ms[selected].min()))

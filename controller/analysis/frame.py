@@ -97,10 +97,12 @@ class Frame:
         live traffic then give the very same verdicts, down to the last bit of every float sum."""
         out = Frame()
         remap: dict[str, np.ndarray] = {}
+        used = self._used_codes()
         for column, codes in self.codes.items():
-            order = sorted(range(len(codes.values)), key=codes.values.__getitem__)
-            table = np.empty(len(order) + 1, np.int32)
-            table[-1] = NONE  # index -1 (None) maps to -1
+            # Only codes some row still uses: a frame trimmed to the window and one loaded after
+            # retention pruned the same rows then intern the very same strings.
+            order = sorted(used[column].tolist(), key=codes.values.__getitem__)
+            table = np.full(len(codes.values) + 1, NONE, np.int32)  # index -1 (None) maps to -1
             table[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
             remap[column] = table
             values = [codes.values[i] for i in order]
@@ -126,6 +128,54 @@ class Frame:
         c_order = np.lexsort((c_digest, c_key, c_reading))
         out.c_reading, out.c_key, out.c_digest = c_reading[c_order], c_key[c_order], c_digest[c_order]
         out.last_reading_id = self.last_reading_id
+        return out
+
+    def _used_codes(self) -> dict[str, np.ndarray]:
+        arrays: dict[str, list[np.ndarray]] = {column: [] for column in self.codes}
+        for column in RESULT_COLUMNS:
+            arrays[column].append(self.cols[column])
+        for column, values in (
+            ("runner", self.r_runner),
+            ("machine", self.r_machine),
+            ("pool", self.r_pool),
+            ("image", self.r_image),
+            ("check", self.r_check),
+            ("cache_key", self.c_key),
+            ("digest", self.c_digest),
+        ):
+            arrays[column].append(values)
+        used = {}
+        for column, parts in arrays.items():
+            found = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int32)
+            used[column] = found[found >= 0]
+        return used
+
+    def since(self, results_from_ms: int, readings_from_ms: int) -> Frame:
+        """The rows at or after the given times, sharing this frame's codes and load position."""
+        keep = self.time_ms >= results_from_ms
+        r_keep = self.r_time_ms >= readings_from_ms
+        if keep.all() and r_keep.all():
+            return self
+        out = Frame(
+            codes=self.codes, last_result_id=self.last_result_id, last_reading_id=self.last_reading_id
+        )
+        out.time_ms, out.fail, out.ephemeral = self.time_ms[keep], self.fail[keep], self.ephemeral[keep]
+        out.cols = {c: v[keep] for c, v in self.cols.items()}
+        out.r_time_ms, out.r_runner, out.r_check = (
+            self.r_time_ms[r_keep],
+            self.r_runner[r_keep],
+            self.r_check[r_keep],
+        )
+        out.r_machine, out.r_pool, out.r_image = (
+            self.r_machine[r_keep],
+            self.r_pool[r_keep],
+            self.r_image[r_keep],
+        )
+        out.r_values = {k: v[r_keep] for k, v in self.r_values.items()}
+        position = np.cumsum(r_keep) - 1  # a kept reading's index in the new arrays
+        c_keep = r_keep[self.c_reading]
+        out.c_reading = position[self.c_reading[c_keep]].astype(np.int64)
+        out.c_key, out.c_digest = self.c_key[c_keep], self.c_digest[c_keep]
         return out
 
     def load(self, conn: Connection, batch: int = 200_000) -> int:

@@ -1,7 +1,12 @@
-"""Keeps an up-to-date analysis in memory: loads new rows as they are stored and re-analyses.
+"""Keeps the analysis that reads are served from, on the leader and on followers alike.
 
-Every replica runs it (the analysis is a pure function of the data, so they agree); ingest marks the
-data dirty and a background thread catches up at most every `analysis_interval_s`.
+The leader (controller/leadership.py) analyses: it loads rows as they are stored, by any replica (it
+compares the newest stored ids with its frame's, so ingest elsewhere is seen), re-analyses at most every
+`analysis_interval_s`, and stores the verdicts — the incidents in `incidents`, everything reads need in
+`analysis_snapshot` — in one transaction fenced by its lease. A follower never writes: it serves the
+stored snapshot, and when a read wants verdicts the snapshot does not cover yet (rows stored since the
+leader's last pass) it runs the same analysis itself, read-only. Both give one answer: the analysis is a
+pure function of the stored rows.
 """
 
 from __future__ import annotations
@@ -12,52 +17,208 @@ import threading
 import time
 from typing import Any
 
-from sqlalchemy import delete
-from sqlalchemy.engine import Engine
+import numpy as np
+from sqlalchemy import delete, func, select
+from sqlalchemy.engine import Connection, Engine
 
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
+from controller.analysis.horizon import horizon
 from controller.db import tables
+from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 
+def stored_ids(conn: Connection) -> tuple[int, int]:
+    """The newest result and reading ids stored: what an analysis covering everything has loaded."""
+    results = conn.execute(select(func.max(tables.results.c.id))).scalar()
+    readings = conn.execute(select(func.max(tables.readings.c.id))).scalar()
+    return int(results or 0), int(readings or 0)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 class AnalysisService:
-    def __init__(self, engine: Engine, metrics: Metrics, config: AnalysisConfig | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        metrics: Metrics,
+        config: AnalysisConfig | None = None,
+        leadership: Leadership | None = None,
+    ) -> None:
         self.engine = engine
         self.metrics = metrics
         self.config = config or AnalysisConfig()
+        self.leadership = leadership  # None: the only replica, always leading
         self.frame = Frame()
         self.latest = Analysis(as_of_ms=0)
+        self.source = "none"  # what `latest` is: this replica's pass, or the leader's stored snapshot
         self.last_run_at: float | None = None
         self.last_duration_s: float | None = None
+        self._snapshot: Analysis | None = None
+        self._snapshot_key: tuple[int, ...] | None = None
         self._dirty = threading.Event()
         self._dirty.set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def leads(self) -> bool:
+        return self.leadership is None or self.leadership.is_leader()
+
     def mark_dirty(self) -> None:
         self._dirty.set()
+        self.metrics.analysis_pending.set(1)
+
+    # -- what reads call ------------------------------------------------------------------------------
 
     def refresh(self, force: bool = False) -> Analysis:
         """Catch up with everything stored so far; returns the analysis that covers it."""
         with self._lock:
-            if not force and not self._dirty.is_set():
+            if self.leads():
+                return self._pass(force)
+            return self._follow(fresh=True, force=force)
+
+    def served(self) -> Analysis:
+        """The verdicts as they stand, without analysing on the caller's time."""
+        with self._lock:
+            # A new leader serves its predecessor's stored verdicts until its own first pass.
+            if self.leads() and self.source != "none":
                 return self.latest
-            self._dirty.clear()
-            started = time.perf_counter()
-            with self.engine.connect() as conn:
-                self.frame.load(conn)
-            self.latest = analyse(self.frame, config=self.config)
-            self._persist(self.latest)
-            self.last_duration_s = time.perf_counter() - started
-            self.last_run_at = time.time()
-            self.metrics.analysis_seconds.observe(self.last_duration_s)
-            self._export_gauges(self.latest)
+            return self._follow(fresh=False, force=False)
+
+    def with_frame(self, fresh: bool) -> Analysis:
+        """An analysis that carries its rows (what explanations need); a follower computes its own."""
+        with self._lock:
+            if self.leads():
+                return self._pass(False) if fresh or self.source != "own pass" else self.latest
+            if self.source == "read-only pass" and not (fresh and self._behind()):
+                return self.latest
+            return self._analyse(persist=False)
+
+    # -- the leader -----------------------------------------------------------------------------------
+
+    def _behind(self) -> bool:
+        with self.engine.connect() as conn:
+            return stored_ids(conn) > (self.frame.last_result_id, self.frame.last_reading_id)
+
+    def _pass(self, force: bool) -> Analysis:
+        if not force and not self._dirty.is_set() and not self._behind() and self.source == "own pass":
             return self.latest
+        self._dirty.clear()
+        self.metrics.analysis_pending.set(0)
+        return self._analyse(persist=True)
+
+    def _analyse(self, persist: bool) -> Analysis:
+        started = time.perf_counter()
+        with self.engine.connect() as conn:
+            self.frame.load(conn)
+        analysis = analyse(self.frame, config=self.config)
+        if analysis.as_of_ms:
+            # Rows before the horizon never count again: keep memory bounded by the window.
+            window = horizon(analysis.as_of_ms, self.config)
+            self.frame = self.frame.since(window.results_from_ms, window.readings_from_ms)
+        self.latest = analysis
+        self.source = "read-only pass"
+        if persist:
+            try:
+                self._persist(analysis)
+                self.source = "own pass"
+            except LeaseLost as lost:
+                log.warning("verdicts not stored: %s", lost)
+        self.last_duration_s = time.perf_counter() - started
+        self.last_run_at = time.time()
+        self.metrics.analysis_seconds.observe(self.last_duration_s)
+        self.metrics.analysis_last_success.set(self.last_run_at)
+        self._export_gauges(analysis)
+        return analysis
+
+    def _persist(self, analysis: Analysis) -> None:
+        """Store the verdicts, so they outlive the process and followers and other tools can read them."""
+        now = int(time.time() * 1000)
+        rows = [
+            {
+                "id": incident["id"],
+                "kind": incident["kind"],
+                "entity": incident["entity"],
+                "state": incident["state"],
+                "dimension": incident["dimension"],
+                "body": json.dumps(incident, default=_plain),
+                "updated_ms": now,
+            }
+            for incident in analysis.incidents
+        ]
+        body = {
+            "incidents": analysis.incidents,
+            "outages": analysis.outages,
+            "health": analysis.health,
+            "tests": analysis.tests,
+            "bh_cutoff": analysis.bh_cutoff,
+            "hypotheses": analysis.hypotheses,
+        }
+        with self.engine.begin() as conn:
+            term = 0
+            if self.leadership is not None:
+                self.leadership.fence(conn)
+                term = self.leadership.term() or 0
+            conn.execute(delete(tables.incidents))
+            if rows:
+                conn.execute(tables.incidents.insert(), rows)
+            conn.execute(delete(tables.analysis_snapshot))
+            conn.execute(
+                tables.analysis_snapshot.insert().values(
+                    id=1,
+                    term=term,
+                    as_of_ms=analysis.as_of_ms,
+                    last_result_id=self.frame.last_result_id,
+                    last_reading_id=self.frame.last_reading_id,
+                    body=json.dumps(body, default=_plain),
+                    updated_ms=now,
+                )
+            )
+
+    # -- a follower -----------------------------------------------------------------------------------
+
+    def _follow(self, fresh: bool, force: bool) -> Analysis:
+        t = tables.analysis_snapshot
+        with self.engine.connect() as conn:
+            meta = conn.execute(
+                select(t.c.term, t.c.updated_ms, t.c.as_of_ms, t.c.last_result_id, t.c.last_reading_id)
+            ).first()
+            key = None if meta is None else tuple(int(v) for v in meta)
+            if key is not None and key != self._snapshot_key:
+                body = json.loads(conn.execute(select(t.c.body)).scalar_one())
+                self._snapshot = Analysis(
+                    as_of_ms=key[2],
+                    incidents=body["incidents"],
+                    outages=body["outages"],
+                    health=body["health"],
+                    tests=body["tests"],
+                    bh_cutoff=body["bh_cutoff"],
+                    hypotheses=body["hypotheses"],
+                )
+                self._snapshot_key = key
+            stored = stored_ids(conn) if fresh or force else None
+        covers = key is not None and stored is not None and (key[3], key[4]) >= stored
+        if force or (fresh and not covers) or self._snapshot is None:
+            mine = (self.frame.last_result_id, self.frame.last_reading_id)
+            if not force and self.source == "read-only pass" and (stored is None or mine >= stored):
+                return self.latest
+            return self._analyse(persist=False)
+        if self.latest is not self._snapshot:
+            self.latest = self._snapshot
+            self.source = "leader's snapshot"
+            self._export_gauges(self._snapshot)
+        return self.latest
+
+    # -- the background loop --------------------------------------------------------------------------
 
     def start(self, interval_s: float) -> None:
         if interval_s <= 0 or self._thread is not None:
@@ -72,12 +233,15 @@ class AnalysisService:
 
     def _loop(self, interval_s: float) -> None:
         while not self._stop.wait(interval_s):
-            if self._dirty.is_set():
-                try:
-                    self.refresh()
-                except Exception:  # the loop must outlive one bad pass; the next one retries
-                    log.exception("analysis pass failed")
-                    self._dirty.set()
+            if not self.leads():
+                continue
+            try:
+                with self._lock:
+                    self._pass(False)
+            except Exception:  # the loop must outlive one bad pass; the next one retries
+                log.exception("analysis pass failed")
+                self.metrics.analysis_failures.inc()
+                self.mark_dirty()
 
     def status(self) -> dict[str, Any]:
         return {
@@ -89,27 +253,9 @@ class AnalysisService:
             "pending": self._dirty.is_set(),
             "hypotheses": self.latest.hypotheses,
             "bh_cutoff": self.latest.bh_cutoff,
+            "source": self.source,
+            "window_days": self.config.window_days,
         }
-
-    def _persist(self, analysis: Analysis) -> None:
-        """Store the verdicts, so they outlive the process and other tools can read them."""
-        now = int(time.time() * 1000)
-        rows = [
-            {
-                "id": incident["id"],
-                "kind": incident["kind"],
-                "entity": incident["entity"],
-                "state": incident["state"],
-                "dimension": incident["dimension"],
-                "body": json.dumps(incident),
-                "updated_ms": now,
-            }
-            for incident in analysis.incidents
-        ]
-        with self.engine.begin() as conn:
-            conn.execute(delete(tables.incidents))
-            if rows:
-                conn.execute(tables.incidents.insert(), rows)
 
     def _export_gauges(self, analysis: Analysis) -> None:
         self.metrics.incidents.clear()

@@ -9,17 +9,51 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
 from common.timeutil import iso
+from controller import retention
 from controller.analysis.engine import Analysis
 from controller.analysis.explain import explain_runner, explain_test
 from controller.analysis.service import AnalysisService
 from controller.api.auth import INGEST_ROLES, READ_ROLES, require
 from controller.api.errors import ApiError
+from controller.selectors import RecordFields, record_selector_pattern, select_records
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1", tags=["analysis"])
 Reader = Annotated[Principal, Depends(require(*READ_ROLES))]
 VERDICTS = ("flaky", "broken", "platform", "resource-sensitive", "healthy")
 _ONE_VERDICT = "|".join(VERDICTS)
+INCIDENT_FIELDS: RecordFields = {
+    "id": lambda i: i["id"],
+    "kind": lambda i: i["kind"],
+    "entity": lambda i: i["entity"],
+    "state": lambda i: i["state"],
+    "dimension": lambda i: i["dimension"],
+    "pool": lambda i: i.get("pool"),
+}
+TEST_FIELDS: RecordFields = {
+    "test": lambda t: t["test_id"],
+    "verdict": lambda t: t["verdict"],
+    "discounted-by": lambda t: sorted(t.get("discounted_by") or []),
+}
+
+
+def _selector_query(fields: RecordFields) -> Any:
+    return Query(
+        alias="l",
+        description=f"selector over {', '.join(sorted(fields))}, e.g. state=sick,kind!=pool",
+        json_schema_extra={"pattern": record_selector_pattern(fields)},
+    )
+
+
+IncidentSelector = Annotated[str | None, _selector_query(INCIDENT_FIELDS)]
+TestSelector = Annotated[str | None, _selector_query(TEST_FIELDS)]
+
+
+def selected(text: str | None, items: list[dict[str, Any]], fields: RecordFields) -> list[dict[str, Any]]:
+    try:
+        return select_records(text, items, fields)
+    except ValueError as error:
+        raise ApiError(422, f"selector: {error}") from error
 
 
 def service(request: Request) -> AnalysisService:
@@ -32,7 +66,7 @@ def current(request: Request) -> Analysis:
     svc = service(request)
     if request.app.state.settings.fresh_reads:
         return svc.refresh()
-    return svc.latest
+    return svc.served()
 
 
 @router.get("/incidents")
@@ -42,6 +76,7 @@ def list_incidents(
     state: Annotated[str | None, Query(description="suspect, sick or resolved; comma-separated")] = None,
     kind: Annotated[str | None, Query(description="runner, machine, image or pool")] = None,
     entity: str | None = None,
+    selector: IncidentSelector = None,
 ) -> dict[str, Any]:
     states = set(state.split(",")) if state else None
     items = [
@@ -51,7 +86,7 @@ def list_incidents(
         and (kind is None or i["kind"] == kind)
         and (entity is None or i["entity"] == entity)
     ]
-    return {"items": items, "as_of": iso(current(request).as_of_ms)}
+    return {"items": selected(selector, items, INCIDENT_FIELDS), "as_of": iso(current(request).as_of_ms)}
 
 
 @router.get("/incidents/{incident_id}")
@@ -83,6 +118,7 @@ def list_tests(
         bool, Query(alias="all", description="include healthy tests that never failed")
     ] = False,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+    selector: TestSelector = None,
 ) -> dict[str, Any]:
     verdicts = set(verdict.split(",")) if verdict else None
     if verdicts and not verdicts <= set(VERDICTS):
@@ -96,6 +132,7 @@ def list_tests(
         and (q is None or q in t["test_id"])
         and (all_tests or verdicts is not None or t["failures"] > 0)
     ]
+    items = selected(selector, items, TEST_FIELDS)
     shown = _with_clearances(request, items[:limit])
     return {"items": shown, "total": len(items), "as_of": iso(current(request).as_of_ms)}
 
@@ -117,18 +154,22 @@ def quarantine(request: Request, _p: Reader) -> str:
 def get_test_explanation(
     request: Request, _p: Reader, test_id: Annotated[str, Query(min_length=1)]
 ) -> dict[str, Any]:
-    latest = current(request)
+    latest = service(request).with_frame(request.app.state.settings.fresh_reads)
     found = explain_test(latest.frame, latest, test_id)
     if found is None:
         raise ApiError(404, f"test '{test_id}' not found")
     found["cleared_by"] = request.app.state.cleared_by().get(test_id, [])
+    with request.app.state.engine.connect() as conn:
+        found["archived"] = [
+            {"day": iso(day.pop("day_ms"))} | day for day in retention.archived(conn, test_id)
+        ]
     return found
 
 
 @router.get("/runners/{runner_id}/explain")
 def get_runner_explanation(request: Request, runner_id: str, _p: Reader) -> dict[str, Any]:
     svc = service(request)
-    latest = current(request)
+    latest = svc.with_frame(request.app.state.settings.fresh_reads)
     found = explain_runner(latest.frame, latest, runner_id, svc.config)
     if found is None:
         raise ApiError(404, f"runner '{runner_id}' not found")
@@ -141,6 +182,7 @@ def get_runner_explanation(request: Request, runner_id: str, _p: Reader) -> dict
 def analysis_status(request: Request, _p: Reader) -> dict[str, Any]:
     status = service(request).status()
     status["as_of"] = iso(status["as_of"]) if status["as_of"] else None
+    status["role"] = request.app.state.leadership.status()["role"]
     return status
 
 

@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request, Response
 from sqlalchemy.engine import Engine
 
 from common.api import Health
+from controller.analysis.config import AnalysisConfig
 from controller.analysis.service import AnalysisService
 from controller.api import (
     analysis,
@@ -23,34 +24,63 @@ from controller.api import (
     runners,
     webhooks,
 )
+from controller.api.body import body_size
 from controller.api.gate import Gate
+from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
+from controller.leadership import Leadership
 from controller.metrics import Metrics
 from controller.providers import build_providers
+from controller.providers.base import Poller, WebhookReceiver
+from controller.providers.metered import metered
 from controller.remediation import store as remediation_store
 from controller.remediation.loop import Remediator
+from controller.retention import Retention
 from controller.settings import ControllerSettings
+from controller.web import pages
+
+INGEST_ROUTES = {"/v1/results": "results", "/v1/results/junit": "junit", "/v1/reports": "reports"}
 
 
 def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     metrics = Metrics()
 
-    analysis_service = AnalysisService(engine, metrics)
+    leadership = Leadership(engine, settings.leader_lease_ttl_s, metrics)
+    analysis_service = AnalysisService(
+        engine, metrics, AnalysisConfig(window_days=settings.analysis_window_days), leadership
+    )
+    providers = build_providers(settings.providers, engine)
     remediator = Remediator(
         engine,
         settings,
-        incidents=lambda: analysis_service.latest.incidents,
-        providers=build_providers(settings.providers),
-        health=lambda runner_id: analysis_service.latest.health.get(runner_id, {}),
+        incidents=lambda: analysis_service.served().incidents,
+        providers=metered(providers, metrics),
+        health=lambda runner_id: analysis_service.served().health.get(runner_id, {}),
+        leadership=leadership,
+        metrics=metrics,
+    )
+    retention = Retention(engine, settings, leadership, analysis_service, metrics)
+    ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
+    polling = Polling(
+        ingest,
+        {n: p for n, p in providers.items() if isinstance(p, Poller)},
+        settle=remediator.pushed,
+        leads=leadership.is_leader,
     )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        leadership.start()
         analysis_service.start(settings.analysis_interval_s)
         remediator.start(settings.remediation_interval_s)
+        retention.start()
+        polling.start(settings.poll_interval_s)
         yield
+        polling.stop()
+        retention.stop()
         remediator.stop()
         analysis_service.stop()
+        leadership.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -65,9 +95,14 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.analysis = analysis_service
-    app.state.ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)
-    app.state.health_of = lambda runner_id: Health(**analysis_service.latest.health.get(runner_id, {}))
+    app.state.leadership = leadership
+    app.state.ingest = ingest
+    app.state.polling = polling
+    app.state.health_of = lambda runner_id: Health(**analysis_service.served().health.get(runner_id, {}))
     app.state.remediator = remediator
+    app.state.webhook_receivers = {
+        name: provider for name, provider in providers.items() if isinstance(provider, WebhookReceiver)
+    }
 
     def cordon_of(runner_id: str) -> dict[str, Any] | None:
         with engine.connect() as conn:
@@ -86,6 +121,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes)
     for module in (analysis, health, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
+    pages.install(app)
 
     @app.middleware("http")
     async def count_requests(
@@ -95,8 +131,12 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         response = await call_next(request)
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
+        elapsed = time.perf_counter() - started
         metrics.requests.labels(path, str(response.status_code)).inc()
-        metrics.latency.labels(path).observe(time.perf_counter() - started)
+        metrics.latency.labels(path).observe(elapsed)
+        kind = INGEST_ROUTES.get(path) if request.method == "POST" else None
+        if kind is not None:
+            metrics.observe_ingest(kind, response.status_code, body_size(request), elapsed)
         return response
 
     return app

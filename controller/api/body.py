@@ -22,6 +22,7 @@ async def read_bounded(request: Request, limit: int) -> bytes:
             # Stop reading: a client that lies about Content-Length still cannot make us buffer more.
             raise too_large(limit)
         chunks.append(chunk)
+    request.state.body_bytes = size  # for the ingest metrics, which see the request after the route
     return b"".join(chunks)
 
 
@@ -59,6 +60,15 @@ def _nul_in(value: Any, path: str) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def body_size(request: Request) -> int:
+    """Bytes the route read, or what the client declared when the route refused before reading."""
+    read = getattr(request.state, "body_bytes", None)
+    if read is not None:
+        return int(read)
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else 0
 
 
 def too_large(limit: int) -> HTTPException:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.requests import ClientDisconnect
 
 from controller.api.body import too_large
+from controller.db.failures import classify
+
+log = logging.getLogger(__name__)
+# How long a sender should wait before resending after a database failure; agents back off on their own.
+RETRY_AFTER_S = 5
 
 
 class Error(BaseModel):
@@ -88,4 +95,20 @@ def install(app: FastAPI) -> None:
             detail = too_large(request.scope[MAX_BODY_SIZE_SCOPE_KEY]).detail
         return JSONResponse(
             {"detail": detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(DBAPIError)
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        failure = classify(exc, request.app.state.engine)
+        if failure is None:
+            raise exc  # not the database's condition but our bug: a 500 with its traceback in the log
+        # One line per request, not a traceback: an outage would otherwise bury the log.
+        log.warning("%s %s: %s", request.method, request.url.path, failure.message)
+        if failure.disk_full:
+            detail = f"{failure.message}: nothing was stored from this request; free space there, then resend"
+            return JSONResponse({"detail": detail, "errors": []}, status_code=507)
+        return JSONResponse(
+            {"detail": f"{failure.message}: nothing was stored from this request; retry later", "errors": []},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
         )

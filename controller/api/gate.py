@@ -3,16 +3,19 @@ without a valid bearer token. Bodies that declare no size are cut off at the sam
 
 FastAPI parses a declared body before it runs any dependency, so without this gate an anonymous client
 could make the controller read and parse a body (and learn it was malformed) before hearing 401.
-An endpoint authenticated otherwise (a provider webhook signed with HMAC instead of carrying a token)
-must be listed in UNGATED_PATHS, and then authenticates itself.
+Provider webhooks (POST /v1/webhooks/{provider}) are signed instead of carrying a token: the route
+checks the signature over the raw body, so the gate lets them through. Buildbot cannot sign; its push
+carries a token and is gated like any other call.
 """
 
 from __future__ import annotations
 
 from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import Headers
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -20,8 +23,16 @@ from controller.api.auth import principal_of
 from controller.api.body import too_large
 
 GATED_PREFIX = "/v1/"
-UNGATED_PATHS: frozenset[str] = frozenset()
+SIGNED_PREFIX = "/v1/webhooks/"
+TOKEN_WEBHOOKS = frozenset({"/v1/webhooks/buildbot"})
 PRINCIPAL_KEY = "principal"
+
+
+def gated(path: str) -> bool:
+    """Whether a call to this path must carry a valid token before its body is read."""
+    if path.startswith(SIGNED_PREFIX):
+        return path in TOKEN_WEBHOOKS
+    return path.startswith(GATED_PREFIX)
 
 
 class Gate:
@@ -44,7 +55,7 @@ class Gate:
             if "\x00" in path or b"%00" in scope["query_string"]:
                 # PostgreSQL cannot compare or store a NUL: a runner id or filter holding one is refused.
                 raise HTTPException(400, "the URL contains a NUL character (%00): remove it")
-            if path.startswith(GATED_PREFIX) and path not in UNGATED_PATHS:
+            if gated(path):
                 engine = scope["app"].state.engine
                 principal = await run_in_threadpool(principal_of, engine, headers.get("authorization", ""))
                 scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
@@ -54,6 +65,13 @@ class Gate:
                 status_code=refused.status_code,
                 headers=refused.headers,
             )
+            await response(scope, receive, send)
+            return
+        except DBAPIError as failure:
+            # The token lookup met a database outage: answer as the routes do (503 with Retry-After, or
+            # 507), through the app's own handler, which re-raises what it does not recognise.
+            handler = scope["app"].exception_handlers[DBAPIError]
+            response = await handler(Request(scope), failure)
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

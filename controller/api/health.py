@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from controller.api.auth import READ_ROLES, require
 from controller.api.errors import ApiError
 from controller.db.schema import state
+from controller.tokens import Principal
 
 router = APIRouter(tags=["health"])
 
@@ -15,6 +19,14 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
     return {"status": "ok"}
+
+
+@router.get("/v1/health")
+def replica_health(
+    request: Request, _p: Annotated[Principal, Depends(require(*READ_ROLES))]
+) -> dict[str, Any]:
+    """This replica: whether it leads (runs analysis, remediation and retention), and the lease."""
+    return {"status": "ok", "leadership": request.app.state.leadership.status()}
 
 
 @router.get("/readyz")

@@ -16,7 +16,12 @@ from controller.remediation import audit, store
 from controller.remediation.actions import Result
 from controller.remediation.audit import now_ms
 from controller.remediation.loop import Remediator
+from controller.selectors import RecordFields, field_of, record_selector_pattern, select_records
 from controller.tokens import Principal
+
+ACTION_FIELDS: RecordFields = {
+    key: field_of(key) for key in ("action", "status", "runner", "incident", "job", "actor", "mode")
+}
 
 router = APIRouter(prefix="/v1", tags=["remediation"])
 Operator = Annotated[Principal, Depends(require(*OPERATE_ROLES))]
@@ -88,15 +93,28 @@ def list_actions(
     action: Annotated[
         str | None, Query(description="cordon, uncordon, rerun, rerun-result, clear-flakes, ...")
     ] = None,
-    status: Annotated[str | None, Query(description="intended, done, failed, refused, skipped")] = None,
+    status: Annotated[
+        str | None, Query(description="intended, done, failed, refused, skipped, deferred")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+    selector: Annotated[
+        str | None,
+        Query(
+            alias="l",
+            description="selector over the newest `limit` entries, e.g. status!=done",
+            json_schema_extra={"pattern": record_selector_pattern(ACTION_FIELDS)},
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """The audit log, newest first: every action attempted, refused or skipped, and why."""
     with request.app.state.engine.connect() as conn:
         items = audit.listing(
             conn, runner_id=runner, incident_id=incident, action=action, status=status, limit=limit
         )
-    return {"items": items}
+    try:
+        return {"items": select_records(selector, items, ACTION_FIELDS)}
+    except ValueError as error:
+        raise ApiError(422, f"selector: {error}") from error
 
 
 @router.get("/clearances")
@@ -117,9 +135,14 @@ def remediation_of(request: Request, runner_id: str) -> dict[str, Any]:
             for r in store.reruns(conn)
             if r.runner_id == runner_id
         ]
+    provider = rem.provider_for(runner_id)
     return {
         "mode": rem.policy(pool).mode,
         "budget": rem.budget(pool).as_dict(),
         "actions": decisions,
         "reruns": reruns,
+        # What a cordon can and cannot do through this runner's provider (GitHub has no pause).
+        "provider": None
+        if provider is None
+        else {"name": provider.NAME, "cordon_limits": getattr(provider, "CORDON_LIMITS", None)},
     }

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
-from common.api import ReportsAccepted
+from common.api import ReportsAccepted, RunnerDirective
 from common.auth import Role
 from common.reports import ReportBatch
 from controller.api.auth import REPORT_ROLES, require
@@ -51,4 +51,17 @@ async def post_reports(
         accepted: ReportsAccepted = await run_in_threadpool(request.app.state.ingest.reports, batch.reports)
     except KeyConflict as error:
         raise ApiError(409, str(error)) from error
+    runners = sorted({r.runner.id for r in batch.reports})
+    accepted.directives = await run_in_threadpool(_directives, request, runners)
     return accepted
+
+
+def _directives(request: Request, runners: list[str]) -> list[RunnerDirective]:
+    """The agent's answer says whether its runner is cordoned, for hosts the provider cannot stop."""
+    found = []
+    for runner in runners:
+        cordon = request.app.state.cordon_of(runner)
+        found.append(
+            RunnerDirective(runner=runner, cordoned=cordon is not None, reason=(cordon or {}).get("reason"))
+        )
+    return found

@@ -104,6 +104,8 @@ def list_runners(
         raise ApiError(422, f"selector: {error}") from error
     if request.app.state.settings.fresh_reads:
         request.app.state.analysis.refresh()
+    else:
+        request.app.state.analysis.served()
     with request.app.state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = execution_counts(conn)
@@ -117,6 +119,8 @@ def get_runner(
 ) -> RunnerView:
     if request.app.state.settings.fresh_reads:
         request.app.state.analysis.refresh()
+    else:
+        request.app.state.analysis.served()
     with request.app.state.engine.connect() as conn:
         row = conn.execute(select(tables.runners).where(tables.runners.c.id == runner_id)).first()
         if row is None:

@@ -1,20 +1,39 @@
-"""Provider pushes. Buildbot's HttpStatusPush has no signature: it is authenticated by the bearer token
-sent as a header (`HttpStatusPush(headers={"Authorization": "Bearer <ingest token>"})`)."""
+"""Provider pushes.
+
+`POST /v1/webhooks/{provider}`: deliveries signed the provider's way (GitHub's HMAC, GitLab's token,
+Buildkite's timestamped HMAC), checked by the provider's `WebhookReceiver` before anything is parsed:
+bad or missing signature → 401 and nothing stored; a redelivery → 200 and nothing stored twice; an
+event we do not use → 202. Finished jobs become results, and settle the reruns they are.
+
+Buildbot's HttpStatusPush has no signature: its route takes the bearer token sent as a header
+(`HttpStatusPush(headers={"Authorization": "Bearer <ingest token>"})`).
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 
 from controller.api.auth import INGEST_ROLES, require
+from controller.api.body import read_bounded
 from controller.api.errors import ApiError
+from controller.ingest import jobs
+from controller.ingest.service import Ingest
+from controller.metrics import Metrics
+from controller.providers.base import PayloadInvalid, WebhookReceiver, WebhookRejected
 from controller.providers.buildbot import BuildbotProvider
 from controller.remediation.loop import Remediator
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
+log = logging.getLogger(__name__)
+# Webhook bodies are single events; a provider's largest (a GitHub workflow_job) is a few kB.
+MAX_WEBHOOK_BYTES = 1024 * 1024
 
 
 @router.post("/buildbot")
@@ -37,3 +56,61 @@ async def buildbot(
     remediator: Remediator = request.app.state.remediator
     key = await run_in_threadpool(remediator.pushed, job.id, outcome)
     return {"rerun": key, "outcome": outcome if key else None}
+
+
+@router.post(
+    "/{provider}",
+    responses={
+        200: {"description": "taken in (or a redelivery: nothing stored twice)"},
+        202: {"description": "an event type the controller does not use: ignored"},
+        401: {"description": "missing, bad or stale signature: nothing stored"},
+        404: {"description": "no such provider configured"},
+        422: {"description": "authentic, but not a body this provider sends"},
+    },
+)
+async def provider_webhook(provider: str, request: Request) -> JSONResponse:
+    """A provider's signed delivery. Authenticated by its signature, not a bearer token."""
+    receivers: dict[str, WebhookReceiver] = request.app.state.webhook_receivers
+    receiver = receivers.get(provider)
+    if receiver is None:
+        known = ", ".join(sorted(receivers)) or "none"
+        raise ApiError(
+            404,
+            f"no webhook receiver for provider {provider!r} (configured: {known}); "
+            "set it in RUNNER_CONTROLLER_PROVIDERS with its webhook secret",
+        )
+    metrics: Metrics = request.app.state.metrics
+    body = await read_bounded(request, MAX_WEBHOOK_BYTES)
+    headers = {key.lower(): value for key, value in request.headers.items()}
+    try:
+        receiver.verify(headers, body, time.time())
+    except WebhookRejected as error:
+        metrics.webhook_deliveries.labels(provider, "rejected").inc()
+        log.warning("rejected a %s webhook delivery: %s", provider, error)
+        raise ApiError(401, f"{provider} webhook: {error}") from error
+    try:
+        events = receiver.job_events(headers, body)
+    except PayloadInvalid as error:
+        raise ApiError(422, f"{provider} webhook: {error}") from error
+    if events is None:
+        metrics.webhook_deliveries.labels(provider, "ignored").inc()
+        return JSONResponse({"ignored": True}, status_code=202)
+    delivery = receiver.delivery_id(headers, body)
+    ingest: Ingest = request.app.state.ingest
+    records = jobs.results_of(provider, events)
+    event_name = ",".join(sorted({e.state for e in events}))
+    stored = await run_in_threadpool(ingest.delivery, provider, delivery, event_name, records)
+    if stored is None:
+        return JSONResponse({"delivery": delivery, "duplicate": True})
+    remediator: Remediator = request.app.state.remediator
+    settled: list[str] = []
+    for event in events:
+        if event.state not in ("passed", "failed"):
+            continue
+        for job_id in (event.job.id, *event.rerun_ids):
+            key = await run_in_threadpool(remediator.pushed, job_id, event.state)
+            if key:
+                settled.append(key)
+    return JSONResponse(
+        {"delivery": delivery, "duplicate": False, "results": stored.new, "reruns_settled": settled}
+    )

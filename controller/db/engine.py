@@ -30,7 +30,11 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    # pre_ping replaces connections a server restart killed; connect_timeout turns a server that does
+    # not answer into a prompt 503 instead of a request that hangs.
+    return create_engine(
+        url, pool_pre_ping=True, pool_size=10, max_overflow=10, connect_args={"connect_timeout": 10}
+    )
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

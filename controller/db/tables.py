@@ -116,6 +116,7 @@ readings = Table(
     Column("data", Text, nullable=False),
     Index("ix_readings_runner_observed", "runner_id", "observed_ms"),
     Index("ix_readings_check_observed", "check", "observed_ms"),
+    Index("ix_readings_report", "report_id"),  # 0005: retention deletes reports, which cascades here
 )
 
 incidents = Table(
@@ -193,4 +194,79 @@ clearances = Table(
     Column("test_ids", Text, nullable=False),
     Column("reason", Text, nullable=False),
     Column("at_ms", BigInteger, nullable=False),
+)
+
+# -- provider ingest (0004) -------------------------------------------------------------------------
+
+# Provider webhook deliveries already taken in: a redelivery (same provider, same id) stores nothing.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("provider", String(40), primary_key=True),
+    Column("delivery_id", String(200), primary_key=True),
+    Column("event", String(100)),
+    Column("received_ms", BigInteger, nullable=False),
+    Index("ix_webhook_deliveries_received", "received_ms"),
+)
+
+# Where each polled provider's last poll ended (Jenkins: the newest build seen per job).
+poll_cursors = Table(
+    "poll_cursors",
+    metadata,
+    Column("provider", String(40), primary_key=True),
+    Column("cursor", Text),
+    Column("updated_ms", BigInteger, nullable=False),
+)
+
+# -- leadership and retention (0005) -----------------------------------------------------------------
+
+# One row per lease (`leader`): who holds it, until when by the database's clock, and the term, which
+# grows by one at every change of holder so a stale leader's term never matches again.
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(50), primary_key=True),
+    Column("holder", String(200)),
+    Column("term", BigInteger, nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+    Column("renewed_ms", BigInteger),
+)
+
+# The leader's latest analysis (outages, runner health, test scores; incidents live in `incidents`),
+# one row, for followers to serve; the ids say which stored rows it covers.
+analysis_snapshot = Table(
+    "analysis_snapshot",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("term", BigInteger, nullable=False),
+    Column("as_of_ms", BigInteger, nullable=False),
+    Column("last_result_id", BigInteger, nullable=False),
+    Column("last_reading_id", BigInteger, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+)
+
+# Results pruned by retention, rolled up per test, pool and UTC day: a test's flake history outlives
+# the raw rows, which the analysis no longer reads.
+result_days = Table(
+    "result_days",
+    metadata,
+    Column("test_id", String(2000), primary_key=True),
+    Column("pool", String(200), primary_key=True),
+    Column("day_ms", BigInteger, primary_key=True),
+    Column("executions", BigInteger, nullable=False),
+    Column("failures", BigInteger, nullable=False),
+)
+
+# -- provider memory (0006) --------------------------------------------------------------------------
+
+# What a provider must remember about a runner between a cordon and its uncordon (GitHub: the custom
+# labels it took off, to put back exactly). One JSON document per (provider, runner).
+provider_memory = Table(
+    "provider_memory",
+    metadata,
+    Column("provider", String(40), primary_key=True),
+    Column("runner_id", String(200), primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
 )

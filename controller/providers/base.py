@@ -2,14 +2,24 @@
 
 Each method talks to the provider once and raises only `controller.errors.ProviderError` subclasses;
 retries, budgets and bookkeeping belong to remediation, not here.
+
+How jobs come in is the provider's choice, through one of two small interfaces beside it:
+`WebhookReceiver` (the provider pushes signed deliveries to `POST /v1/webhooks/{name}`) or `Poller`
+(the controller asks, for providers with no webhooks). Both yield `JobEvent`s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+from common.identity import RunnerIdentity
+from common.results import TestResult
 
 Outcome = Literal["pending", "passed", "failed"]
+JobState = Literal["queued", "running", "passed", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +55,67 @@ class Provider(Protocol):
         ...
 
     def job_outcome(self, job: JobRef) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """A CI job changed state, as the provider reported it.
+
+    `runner` is None while the job waits for one. `rerun_ids` are the other ids a rerun we asked for
+    may be known by (a provider whose rerun call returns no new id names the attempt another way).
+    `tests` are the job's own test results where the provider has them (a JUnit report): stored
+    instead of one record for the job as a whole, so a failing job is not counted twice.
+    """
+
+    job: JobRef
+    name: str
+    state: JobState
+    time: datetime
+    runner: RunnerIdentity | None
+    attempt: int | None = None
+    rerun_ids: tuple[str, ...] = ()
+    tests: tuple[TestResult, ...] = ()
+
+
+class WebhookRejected(Exception):
+    """The delivery is not provably from the provider (missing, bad or stale signature): 401."""
+
+
+class PayloadInvalid(Exception):
+    """Authentic, but not a body this provider sends for this event: 422 naming the problem."""
+
+
+@runtime_checkable
+class WebhookReceiver(Protocol):
+    NAME: str
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now_s: float) -> None:
+        """Raise WebhookRejected unless the delivery carries a valid, fresh signature or token.
+        Header names are lower-case. Comparisons are constant-time."""
+
+    def delivery_id(self, headers: Mapping[str, str], body: bytes) -> str | None:
+        """The provider's id for this delivery, stable across its redeliveries (None: it has none)."""
+        ...
+
+    def job_events(self, headers: Mapping[str, str], body: bytes) -> list[JobEvent] | None:
+        """The job events in a verified delivery; None for an event type we do not use (202).
+        Raises PayloadInvalid for a body that does not parse as the event it claims to be."""
+        ...
+
+
+@runtime_checkable
+class RenewsCordon(Protocol):
+    """A provider whose pause lapses by itself (Buildkite's `timeout_in_minutes`): the remediation loop
+    calls this every pass for each runner the controller or an operator holds cordoned."""
+
+    def renew_cordon(self, runner: str, reason: str) -> None: ...
+
+
+@runtime_checkable
+class Poller(Protocol):
+    NAME: str
+
+    def poll(self, cursor: str | None) -> tuple[list[JobEvent], str | None]:
+        """Job events since `cursor` (None: start from now, not from the beginning of history) and the
+        cursor to pass next time. Raises ProviderError subclasses; the caller keeps the old cursor."""
+        ...

@@ -7,53 +7,17 @@ any other worker of the builder. The build id is what our JUnit uploads call the
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
-
-from controller.errors import ProviderError, ProviderRejected, ProviderUnavailable, RunnerNotFound
+from controller.errors import ProviderError, ProviderRejected, RunnerNotFound
 from controller.providers.base import JobRef, Outcome, RunnerState
+from controller.providers.http import ProviderHttp
 
 NAME = "buildbot"
-log = logging.getLogger(__name__)
 # Buildbot result codes: 0 success, 1 warnings, 2 failure, 3 skipped, 4 exception, 5 retry, 6 cancelled.
 PASSED_RESULTS = (0, 1)
 # RETRY means Buildbot resubmitted the request itself (lost worker): the request is still pending.
 PENDING_RESULTS = (5,)
-MAX_RETRY_AFTER_S = 30.0
-
-
-class _BoundedRetry(Retry):
-    """Honours Retry-After, but never sleeps longer than MAX_RETRY_AFTER_S: every wait is bounded."""
-
-    def get_retry_after(self, response: Any) -> float | None:
-        found = super().get_retry_after(response)
-        return None if found is None else min(found, MAX_RETRY_AFTER_S)
-
-
-def _session(retry_status: bool, username: str | None, password: str | None) -> requests.Session:
-    session = requests.Session()
-    retry = _BoundedRetry(
-        total=3,
-        connect=3,
-        read=2 if retry_status else 0,
-        status=3 if retry_status else 0,
-        backoff_factor=0.5,
-        status_forcelist=(429, 500, 502, 503, 504),
-        allowed_methods=None,  # only pause/unpause/GET go through the retrying session; all idempotent
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
-    adapter = HTTPAdapter(max_retries=retry)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    if username and password:
-        session.auth = (username, password)
-    session.headers["User-Agent"] = "runner-controller"
-    return session
 
 
 class BuildbotProvider:
@@ -67,22 +31,19 @@ class BuildbotProvider:
         timeout_s: float = 10.0,
         **_ignored: Any,
     ) -> None:
-        self.api = url.rstrip("/") + "/api/v2/"
-        self.timeout = (min(timeout_s, 5.0), timeout_s)
-        self._safe = _session(True, username, password)
-        # A rebuild is not idempotent: a 5xx after the master queued it must not queue a second one.
-        self._once = _session(False, username, password)
+        auth = (username, password) if username and password else None
+        self.http = ProviderHttp(NAME, url.rstrip("/") + "/api/v2/", auth=auth, timeout_s=timeout_s)
 
     def __repr__(self) -> str:  # never the credentials
-        return f"BuildbotProvider({self.api!r})"
+        return f"BuildbotProvider({self.http.base!r})"
 
     # -- the protocol ---------------------------------------------------------------------------------
 
     def cordon(self, runner: str, reason: str) -> None:
-        self._rpc(self._safe, f"workers/{runner}", "pause", {"reason": reason}, runner)
+        self._rpc(True, f"workers/{runner}", "pause", {"reason": reason}, runner)
 
     def uncordon(self, runner: str) -> None:
-        self._rpc(self._safe, f"workers/{runner}", "unpause", {}, runner)
+        self._rpc(True, f"workers/{runner}", "unpause", {}, runner)
 
     def state(self, runner: str) -> RunnerState:
         workers = self._get(f"workers/{runner}", {}, runner).get("workers") or []
@@ -101,7 +62,7 @@ class BuildbotProvider:
         )
 
     def rerun(self, job: JobRef) -> JobRef:
-        result = self._rpc(self._once, f"builds/{job.id}", "rebuild", {}, f"build {job.id}")
+        result = self._rpc(False, f"builds/{job.id}", "rebuild", {}, f"build {job.id}")
         try:
             bsid, brids = result
             brid = next(iter(brids.values()))
@@ -147,43 +108,14 @@ class BuildbotProvider:
     # -- HTTP -----------------------------------------------------------------------------------------
 
     def _get(self, path: str, params: dict[str, Any], what: str) -> dict[str, Any]:
-        response = self._send(self._safe, "GET", path, what, params=params)
-        body: dict[str, Any] = response.json()
+        body: dict[str, Any] = self.http.json("GET", path, what, params=params)
         return body
 
-    def _rpc(
-        self, session: requests.Session, path: str, method: str, params: dict[str, Any], what: str
-    ) -> Any:
+    def _rpc(self, retry: bool, path: str, method: str, params: dict[str, Any], what: str) -> Any:
+        # A rebuild is not idempotent: a 5xx after the master queued it must not queue a second one.
         payload = {"jsonrpc": "2.0", "method": method, "params": params, "id": 1}
-        response = self._send(session, "POST", path, what, json=payload)
-        body = response.json()
+        body = self.http.json("POST", path, what, json=payload, retry=retry)
         if "error" in body:
-            raise ProviderRejected(NAME, f"{method} {what}: {body['error']}", response.status_code)
+            status = self.http.last.status if self.http.last else None
+            raise ProviderRejected(NAME, f"{method} {what}: {body['error']}", status)
         return body.get("result")
-
-    def _send(
-        self, session: requests.Session, method: str, path: str, what: str, **kwargs: Any
-    ) -> requests.Response:
-        try:
-            response = session.request(method, self.api + path, timeout=self.timeout, **kwargs)
-        except requests.Timeout as error:
-            raise ProviderUnavailable(NAME, f"{method} {path}: timed out") from error
-        except requests.RequestException as error:  # connection refused, reset, too many retries
-            raise ProviderUnavailable(NAME, f"{method} {path}: {type(error).__name__}") from error
-        status = response.status_code
-        if status == 404:
-            raise RunnerNotFound(NAME, f"{what} not found")
-        if status == 429 or status >= 500:
-            raise ProviderUnavailable(
-                NAME, f"{method} {path}: HTTP {status}", retry_after=_retry_after(response)
-            )
-        if status >= 400:
-            raise ProviderRejected(NAME, f"{method} {path}: HTTP {status}: {response.text[:200]}", status)
-        return response
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    try:
-        return float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None

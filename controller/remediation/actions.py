@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from controller.errors import ProviderError, ProviderUnavailable
+from controller.errors import ProviderBusy, ProviderError, ProviderUnavailable
+from controller.metrics import Metrics
 from controller.providers.base import JobRef, Provider
 from controller.remediation import audit, store
 
@@ -35,13 +36,28 @@ class Result:
 
 
 class Actions:
-    def __init__(self, engine: Engine, provider_for: Callable[[str], Provider | None]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        provider_for: Callable[[str], Provider | None],
+        fence: Callable[[Connection], None] | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.engine = engine
         self.provider_for = provider_for
+        # The leader's lease check, run in the transaction of every audit entry these steps write.
+        self.fence = fence
+        self.metrics = metrics or Metrics()
         # key -> time.monotonic() before which a failed step is not retried; in memory on purpose: a
         # restart retries at once, which is safe because every step is idempotent or never repeated.
         self.retry_at: dict[str, float] = {}
         self.failures: dict[str, int] = {}
+
+    def begin(self, key: str, action: str, **fields: Any) -> audit.Entry:
+        return audit.begin(self.engine, key, action, fence=self.fence, **fields)
+
+    def note(self, key: str, action: str, status: str, **fields: Any) -> audit.Entry:
+        return audit.note(self.engine, key, action, status, fence=self.fence, **fields)
 
     # -- backoff (fail closed, retry later) -----------------------------------------------------------
 
@@ -63,6 +79,11 @@ class Actions:
 
     # -- cordon ---------------------------------------------------------------------------------------
 
+    def counted(self, action: str, actor: str, result: Result) -> Result:
+        who = "controller" if actor == CONTROLLER else "operator"
+        self.metrics.remediation_actions.labels(action, who, result.status).inc()
+        return result
+
     def cordon(
         self,
         runner: str,
@@ -76,11 +97,36 @@ class Actions:
         expires_ms: int | None = None,
         budget_note: str = "",
     ) -> Result:
+        result = self._cordon(
+            runner,
+            key=key,
+            actor=actor,
+            source=source,
+            reason=reason,
+            mode=mode,
+            incident_id=incident_id,
+            expires_ms=expires_ms,
+            budget_note=budget_note,
+        )
+        return self.counted("cordon", actor, result)
+
+    def _cordon(
+        self,
+        runner: str,
+        *,
+        key: str,
+        actor: str,
+        source: str,
+        reason: str,
+        mode: str | None,
+        incident_id: str | None,
+        expires_ms: int | None,
+        budget_note: str,
+    ) -> Result:
         provider = self.provider_for(runner)
         if provider is None:
             # Nothing to pause: the cordon is a record that keeps the controller from acting on it.
-            entry = audit.begin(
-                self.engine,
+            entry = self.begin(
                 key,
                 "cordon",
                 actor=actor,
@@ -110,8 +156,7 @@ class Actions:
             state = provider.state(runner)
         except ProviderError as error:
             return Result("failed", self.defer(key, error), ok=False)
-        entry = audit.begin(
-            self.engine,
+        entry = self.begin(
             key,
             "cordon",
             actor=actor,
@@ -162,10 +207,13 @@ class Actions:
         return Result("cordoned", done)
 
     def uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
-        provider = self.provider_for(runner)
-        entry = audit.begin(
-            self.engine, key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason
+        return self.counted(
+            "uncordon", actor, self._uncordon(runner, key=key, actor=actor, reason=reason, mode=mode)
         )
+
+    def _uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
+        provider = self.provider_for(runner)
+        entry = self.begin(key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason)
         if provider is not None:
             try:
                 provider.uncordon(runner)
@@ -199,15 +247,20 @@ class Actions:
         for job_id, job in sorted(jobs.items()):
             key = f"rerun:{incident['id']}:{job_id}"
             with self.engine.begin() as conn:
-                if store.has_rerun(conn, key):
+                state = store.rerun_state(conn, key)
+                if state is None:
+                    known = store.reruns_of_job(conn, job_id)
+                    capped = known >= cap
+                    if not capped:
+                        store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
+                elif state == "deferred" and not self.waiting(key):
+                    capped = False  # rate limited before, nothing queued: its turn again
+                    store.update_rerun(conn, key, state="pending")
+                else:
                     continue  # submitted before: the watcher (or crash recovery) owns it now
-                known = store.reruns_of_job(conn, job_id)
-                capped = known >= cap
-                if not capped:
-                    store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
             if capped:
-                audit.note(
-                    self.engine,
+                self.metrics.remediation_blocked.labels("rerun_cap").inc()
+                self.note(
                     f"rerun-capped:{incident['id']}:{job_id}",
                     "rerun",
                     "refused",
@@ -235,8 +288,7 @@ class Actions:
         actor: str,
         mode: str | None,
     ) -> str:
-        entry = audit.begin(
-            self.engine,
+        entry = self.begin(
             key,
             "rerun",
             actor=actor,
@@ -246,24 +298,49 @@ class Actions:
             mode=mode,
             reason=f"job {job_id} failed on {runner} during {incident_id}",
         )
-        if not entry.new:
+        if not entry.new and entry.status != "deferred":
             return self._interrupted(key, entry.id, job_id)
+        if not entry.new:
+            audit.retry(self.engine, entry.id)
         try:
             new = provider.rerun(JobRef(job_id, run_id))
+        except ProviderBusy as error:
+            # Refused before the provider acted: nothing was queued, so submitting again later is safe.
+            with self.engine.begin() as conn:
+                store.update_rerun(conn, key, state="deferred")
+            detail = f"{self.defer(key, error)} (a 429 queues nothing: safe to submit again)"
+            audit.finish(self.engine, entry.id, "deferred", detail)
+            # The entry above moves on when the rerun is submitted; this one keeps the first refusal.
+            self.note(
+                f"deferred:{key}",
+                "rerun",
+                "deferred",
+                actor=actor,
+                runner_id=runner,
+                incident_id=incident_id,
+                job_id=job_id,
+                mode=mode,
+                detail=detail,
+            )
+            return detail
         except ProviderUnavailable as error:
             # A timeout or 5xx may come after the provider queued it: never resubmit on our own.
             with self.engine.begin() as conn:
                 store.update_rerun(conn, key, state="unknown")
+            self.metrics.reruns.labels("unknown").inc()
             detail = f"{error}: the provider may or may not have queued it; not resubmitted"
             audit.finish(self.engine, entry.id, "failed", detail)
             return detail
         except ProviderError as error:
             with self.engine.begin() as conn:
                 store.update_rerun(conn, key, state="failed")
+            self.metrics.reruns.labels("submit_failed").inc()
             audit.finish(self.engine, entry.id, "failed", str(error))
             return str(error)
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="submitted", new_job_id=new.id)
+        self.succeeded(key)
+        self.metrics.reruns.labels("submitted").inc()
         audit.finish(self.engine, entry.id, "done", f"queued as {new.id}")
         return f"job {job_id} rerun as {new.id}"
 
@@ -274,6 +351,7 @@ class Actions:
         )
         with self.engine.begin() as conn:
             store.update_rerun(conn, key, state="unknown")
+        self.metrics.reruns.labels("unknown").inc()
         audit.finish(self.engine, entry_id, "failed", detail)
         return detail
 
@@ -284,7 +362,7 @@ class Actions:
             statuses = {row.key: audit.status_of(conn, row.key) for row in pending}
         for row in pending:
             if statuses[row.key] == "intended":
-                entry = audit.begin(self.engine, row.key, "rerun", actor=CONTROLLER)
+                entry = self.begin(row.key, "rerun", actor=CONTROLLER)
                 self._interrupted(row.key, entry.id, row.job_id)
             elif statuses[row.key] is None:
                 with self.engine.begin() as conn:  # logged nowhere: never attempted, safe to drop
@@ -309,8 +387,8 @@ class Actions:
         """A rerun finished (polled, or pushed by the provider's webhook)."""
         with self.engine.begin() as conn:
             store.update_rerun(conn, row.key, state=outcome)
-        audit.note(
-            self.engine,
+        self.metrics.reruns.labels(outcome).inc()
+        self.note(
             f"rerun-result:{row.key}",
             "rerun-result",
             "done",
@@ -341,8 +419,7 @@ class Actions:
             with self.engine.begin() as conn:
                 added = store.add_clearance(conn, incident_id, runs[0].runner_id, tests, reason)
             if added:
-                audit.note(
-                    self.engine,
+                self.note(
                     f"clear:{incident_id}",
                     "clear-flakes",
                     "done",

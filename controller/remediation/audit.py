@@ -9,6 +9,7 @@ status whether repeating it is safe (a pause is, a rebuild is not).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ def begin(
     reason: str | None = None,
     status: str = "intended",
     detail: str | None = None,
+    fence: Callable[[Connection], None] | None = None,
 ) -> Entry:
     """Record the action under `key` (committed before this returns), or return the existing record."""
     t = tables.actions
@@ -67,6 +69,8 @@ def begin(
     }
     try:
         with engine.begin() as conn:
+            if fence is not None:
+                fence(conn)
             new_id = conn.execute(t.insert().values(**row)).inserted_primary_key
         return Entry(int(new_id[0]) if new_id else 0, key, status, True)
     except IntegrityError:
@@ -86,6 +90,11 @@ def finish(engine: Engine, entry_id: int, status: str, detail: str | None = None
         values["detail"] = detail
     with engine.begin() as conn:
         conn.execute(update(tables.actions).where(tables.actions.c.id == entry_id).values(**values))
+
+
+def retry(engine: Engine, entry_id: int) -> None:
+    """A deferred action is attempted again: `intended` once more, committed before the provider is called."""
+    finish(engine, entry_id, "intended")
 
 
 def status_of(conn: Connection, key: str) -> str | None:

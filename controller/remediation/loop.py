@@ -4,6 +4,10 @@ Each pass reads the latest analysis, and for every *sick* runner (or a sick mach
 runners), per its pool's policy: observe (say what it would do), approve (list it as a candidate for
 `runnerctl drain`) or auto (cordon within the budget, then rerun its failed jobs elsewhere). It watches
 the reruns, records a flake clearance when they all pass, and undoes only its own cordons.
+
+With several replicas only the leader runs passes (controller/leadership.py), and every audit entry it
+writes is fenced by its lease. A replica that becomes leader first settles what the last one left in
+flight: a rerun logged as intended is never resubmitted (it may have been queued), so it is not done twice.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError
-from controller.providers.base import Provider
+from controller.leadership import Leadership, LeaseLost
+from controller.metrics import Metrics
+from controller.providers.base import Provider, RenewsCordon
 from controller.remediation import audit, store
-from controller.remediation.actions import CONTROLLER, Actions
+from controller.remediation.actions import CONTROLLER, MARK, Actions
 from controller.remediation.audit import now_ms
 from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
@@ -36,13 +42,21 @@ class Remediator(OperatorEntryPoints):
         incidents: Callable[[], list[dict[str, Any]]],
         providers: dict[str, Provider],
         health: Callable[[str], dict[str, Any]] | None = None,
+        leadership: Leadership | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
+        self.metrics = metrics or Metrics()
         self.settings = settings
         self.incidents = incidents
         self.providers = providers
         self.health = health or (lambda _runner: {})
-        self.actions = Actions(engine, self.provider_for)
+        self.leadership = leadership
+        self.actions = Actions(
+            engine, self.provider_for, fence=leadership.fence if leadership else None, metrics=self.metrics
+        )
+        self.operator_actions = Actions(engine, self.provider_for, metrics=self.metrics)
+        self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
         self._stop = threading.Event()
@@ -92,7 +106,8 @@ class Remediator(OperatorEntryPoints):
     # -- the loop -------------------------------------------------------------------------------------
 
     def start(self, interval_s: float) -> None:
-        self.actions.recover_interrupted()
+        if self.leadership is None:  # the only replica: what a crash left in flight is settled now
+            self.actions.recover_interrupted()
         if interval_s <= 0 or self._thread is not None:
             return
         self._thread = threading.Thread(
@@ -109,13 +124,31 @@ class Remediator(OperatorEntryPoints):
         while not self._stop.wait(interval_s):
             try:
                 self.tick()
+            except LeaseLost as lost:
+                log.warning("remediation pass stopped: %s", lost)
             except Exception:  # the loop must outlive one bad pass; the next one retries
                 log.exception("remediation pass failed")
 
+    def leads(self) -> bool:
+        """Whether this replica may run a pass; a new term first settles what the last leader left."""
+        if self.leadership is None:
+            return True
+        term = self.leadership.term()
+        if term is None:
+            return False
+        if term != self.led_term:
+            self.actions.recover_interrupted()
+            self.healthy_since.clear()  # kept in memory: the dwell restarts with the new leader
+            self.led_term = term
+        return True
+
     def tick(self) -> None:
         with self.lock:
+            if not self.leads():
+                return
             incidents = {i["id"]: i for i in self.incidents()}
             self._expire()
+            self._renew_cordons()
             self.actions.watch_reruns()
             self._mark_drained()
             self.actions.clear_flakes(incidents)
@@ -133,8 +166,8 @@ class Remediator(OperatorEntryPoints):
         sick = sorted({runner for _incident, runner in targets})
         if not is_storm(fleet, len(sick), self.settings.storm_ratio, self.settings.storm_min_runners):
             return False
-        audit.note(
-            self.engine,
+        self.metrics.remediation_blocked.labels("storm").inc()
+        self.actions.note(
             "storm:" + ",".join(sorted({i["id"] for i, _r in targets})),
             "fleet-incident",
             "refused",
@@ -150,8 +183,7 @@ class Remediator(OperatorEntryPoints):
         policy = self.policy(pool)
         what = f"runner {runner} is sick ({incident['dimension']}) in {incident['id']}"
         if policy.mode == "observe":
-            audit.note(
-                self.engine,
+            self.actions.note(
                 f"observe:{incident['id']}:{runner}",
                 "cordon",
                 "skipped",
@@ -189,8 +221,8 @@ class Remediator(OperatorEntryPoints):
             return False
         if self.provider_for(runner) is None:
             # A cordon only on paper would let CI keep scheduling on it: fail closed and say so.
-            audit.note(
-                self.engine,
+            self.metrics.remediation_blocked.labels("no_provider").inc()
+            self.actions.note(
                 f"no-provider:{incident['id']}:{runner}",
                 "cordon",
                 "refused",
@@ -204,8 +236,8 @@ class Remediator(OperatorEntryPoints):
             return False
         room = self.budget(pool)
         if not room.allows:
-            audit.note(
-                self.engine,
+            self.metrics.remediation_blocked.labels("budget").inc()
+            self.actions.note(
                 f"refused:{incident['id']}:{runner}",
                 "cordon",
                 "refused",
@@ -230,8 +262,7 @@ class Remediator(OperatorEntryPoints):
         if not result.ok:
             # The audit log keeps the first deferral of a key; every retry goes to the log.
             log.warning("not cordoning %s (%s): %s", runner, incident["id"], result.detail)
-            audit.note(
-                self.engine,
+            self.actions.note(
                 f"deferred:{key}",
                 "cordon",
                 "failed",
@@ -245,8 +276,7 @@ class Remediator(OperatorEntryPoints):
         return result.ok
 
     def _candidate(self, incident: dict[str, Any], runner: str, what: str) -> None:
-        audit.note(
-            self.engine,
+        self.actions.note(
             f"candidate:{incident['id']}:{runner}",
             "cordon",
             "skipped",
@@ -269,7 +299,7 @@ class Remediator(OperatorEntryPoints):
     def _mark_drained(self) -> None:
         with self.engine.connect() as conn:
             draining = [rid for rid, row in store.out_of_rotation(conn).items() if row.state == "draining"]
-            open_runs = {row.runner_id for row in store.reruns(conn) if row.state in ("pending", "submitted")}
+            open_runs = {row.runner_id for row in store.reruns(conn) if row.state in store.RERUN_OPEN}
         for runner in draining:
             provider = self.provider_for(runner)
             if runner in open_runs or provider is None:
@@ -299,6 +329,20 @@ class Remediator(OperatorEntryPoints):
                 mode=None,
             )
 
+    def _renew_cordons(self) -> None:
+        """Keep our pauses in force where the provider lets them lapse; a pause someone made in the
+        provider itself (source `provider`) is theirs to keep or let go."""
+        with self.engine.connect() as conn:
+            held = {rid: row for rid, row in store.out_of_rotation(conn).items() if row.source != "provider"}
+        for runner, row in held.items():
+            provider = self.provider_for(runner)
+            if not isinstance(provider, RenewsCordon):
+                continue
+            try:
+                provider.renew_cordon(runner, f"{MARK} {row.reason}")
+            except ProviderError as error:
+                log.warning("could not renew the cordon of %s: %s", runner, error)
+
     def _recover(self, targets: list[tuple[dict[str, Any], str]]) -> None:
         """Own cordons of runners healthy again: after the dwell, uncordon (auto_uncordon) or say so."""
         sick = {runner for _i, runner in targets}
@@ -326,8 +370,7 @@ class Remediator(OperatorEntryPoints):
                     reason=f"readings healthy for {policy.recovery_dwell_s:.0f} s (no probe job)",
                 )
             else:
-                audit.note(
-                    self.engine,
+                self.actions.note(
                     f"recoverable:{row.incident_id}:{runner}",
                     "uncordon",
                     "skipped",

@@ -21,7 +21,9 @@ from controller.remediation.policy import Budget, Policy
 class OperatorEntryPoints:
     engine: Engine
     lock: threading.Lock
-    actions: Actions
+    # Unfenced: an operator's request is served by whichever replica receives it, leader or not; its
+    # idempotency keys, not the lease, keep it from repeating.
+    operator_actions: Actions
     incidents: Callable[[], list[dict[str, Any]]]
     health: Callable[[str], dict[str, Any]]
 
@@ -43,7 +45,7 @@ class OperatorEntryPoints:
                 )
             if row is None:
                 return None
-            self.actions.settle(row, outcome)
+            self.operator_actions.settle(row, outcome)
             return str(row.key)
 
     def cordon(
@@ -58,7 +60,7 @@ class OperatorEntryPoints:
             if dry_run:
                 return Result("cordoned", "dry run: nothing changed"), room.as_dict()
             # A person's cordon is theirs to take: the budget binds the controller, not operators.
-            result = self.actions.cordon(
+            result = self.operator_actions.cordon(
                 runner,
                 key=f"cordon:manual:{runner}:{now_ms()}",
                 actor=actor,
@@ -85,7 +87,7 @@ class OperatorEntryPoints:
                 )
             if dry_run:
                 return Result("uncordoned", "dry run: nothing changed")
-            return self.actions.uncordon(
+            return self.operator_actions.uncordon(
                 runner,
                 key=f"uncordon:manual:{runner}:{now_ms()}",
                 actor=actor,
@@ -106,6 +108,8 @@ class OperatorEntryPoints:
             None,
         )
         result, room = self.cordon(runner, actor, reason, None, dry_run)
+        if not dry_run:
+            self.operator_actions.counted("drain", actor, result)
         notes: list[str] = []
         if not result.ok or not rerun:
             return result, notes, room
@@ -117,7 +121,7 @@ class OperatorEntryPoints:
         else:
             with self.lock:
                 cap = self.policy(self.pool_of(runner)).max_reruns_per_job
-                notes = self.actions.rerun_jobs(incident, runner, actor=actor, mode=None, cap=cap)
+                notes = self.operator_actions.rerun_jobs(incident, runner, actor=actor, mode=None, cap=cap)
                 with self.engine.begin() as conn:
                     if store.reruns(conn, incident["id"]):
                         store.set_state(conn, runner, "draining")

@@ -1,7 +1,8 @@
 """Persisted remediation state: who holds each runner out of rotation, the reruns, the clearances.
 
 Runner states: active → cordoned → draining → drained → active. Reruns: pending → submitted →
-passed | failed (or `unknown` when a crash left it unclear whether the provider queued it).
+passed | failed (or `unknown` when a crash or a lost answer left it unclear whether the provider queued
+it; `deferred` back to pending when the provider refused it with a 429 and nothing was queued).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from controller.remediation.audit import now_ms
 
 OUT_OF_ROTATION = ("cordoned", "draining", "drained")
 RERUN_DONE = ("passed", "failed", "unknown")
+RERUN_OPEN = ("pending", "deferred", "submitted")
 
 
 def cordon_of(conn: Connection, runner_id: str) -> dict[str, Any] | None:
@@ -96,8 +98,13 @@ def runners(conn: Connection) -> dict[str, Any]:
 
 
 def has_rerun(conn: Connection, key: str) -> bool:
+    return rerun_state(conn, key) is not None
+
+
+def rerun_state(conn: Connection, key: str) -> str | None:
     t = tables.reruns
-    return conn.execute(select(t.c.key).where(t.c.key == key)).first() is not None
+    found = conn.execute(select(t.c.state).where(t.c.key == key)).scalar()
+    return None if found is None else str(found)
 
 
 def add_rerun(

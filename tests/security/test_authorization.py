@@ -14,7 +14,7 @@ import requests
 from sqlalchemy import update
 
 from common.auth import Role, hash_token
-from controller.api.gate import UNGATED_PATHS
+from controller.api.gate import gated
 from controller.db import tables
 from tests.servers import REPO, Controller, database
 
@@ -57,12 +57,16 @@ def _shape(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "{}", path)
 
 
+SIGNED = frozenset({"signed"})
+
+
 def documented_roles() -> dict[tuple[str, str], frozenset[str]]:
-    """docs/api.md's tables: method and path → the roles allowed (empty for `anyone`)."""
+    """docs/api.md's tables: method and path → the roles allowed (empty for `anyone`, SIGNED for a
+    webhook authenticated by its signature)."""
     found: dict[tuple[str, str], frozenset[str]] = {}
     for method, path, roles in _ROW.findall(API_DOC.read_text()):
         words = set(re.findall(r"[a-z]+", roles))
-        found[(method, _shape(path.strip()))] = frozenset(words & set(ROLES))
+        found[(method, _shape(path.strip()))] = SIGNED if "signed" in words else frozenset(words & set(ROLES))
     return found
 
 
@@ -100,6 +104,12 @@ def test_every_operation_is_documented_with_its_roles(served: list[Operation]) -
 def test_public_operations_need_no_token(sqlite_controller: Controller, served: list[Operation]) -> None:
     documented = documented_roles()
     public = [o for o in served if not documented[o.key]]
+    signed = [o for o in served if documented[o.key] == SIGNED]
+    for operation in signed:
+        # No provider is configured here: refused before any signature could be checked, token or not.
+        for headers in ({}, {"Authorization": f"Bearer {sqlite_controller.admin_token}"}):
+            response = operation.call(sqlite_controller.url, headers)
+            assert response.status_code in (401, 404), (operation.key, response.text)
     assert {o.path for o in public} == {"/healthz", "/readyz", "/metrics"}
     for operation in public:
         assert operation.call(sqlite_controller.url, {}).status_code == 200, operation.key
@@ -125,12 +135,12 @@ def test_protected_operations_refuse_anonymous_callers(
         "unknown token": ({"Authorization": "Bearer rct_" + "A" * 43}, "unknown or revoked token"),
         "revoked token": ({"Authorization": f"Bearer {revoked}"}, "unknown or revoked token"),
     }
-    protected = [o for o in served if documented[o.key]]
+    protected = [o for o in served if documented[o.key] and documented[o.key] != SIGNED]
     for operation in protected:
         for name, (headers, message) in callers.items():
             # A malformed body too: it must not be parsed (and answered 422) before the caller is known,
             # unless the endpoint is one that checks a signature over its body instead of a token.
-            bodies = (None,) if operation.path in UNGATED_PATHS else (None, b'{"not json')
+            bodies = (None, b'{"not json') if gated(operation.path) else (None,)
             for body in bodies:
                 response = operation.call(sqlite_controller.url, headers, body)
                 where = f"{operation.key} with {name}, body {body!r}"
@@ -143,7 +153,7 @@ def test_roles_get_exactly_what_docs_grant(
     sqlite_controller: Controller, served: list[Operation], tokens: dict[str, str]
 ) -> None:
     documented = documented_roles()
-    for operation in (o for o in served if documented[o.key]):
+    for operation in (o for o in served if documented[o.key] and documented[o.key] != SIGNED):
         for role, token in tokens.items():
             response = operation.call(sqlite_controller.url, {"Authorization": f"Bearer {token}"})
             where = f"{operation.key} as {role}: {response.status_code} {response.text[:200]}"

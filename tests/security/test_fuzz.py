@@ -25,7 +25,13 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 from sqlalchemy import create_engine
 
 from controller.api.app import create_app
-from controller.selectors import SELECTOR_PATTERN, parse_selector
+from controller.selectors import (
+    SELECTOR_PATTERN,
+    RecordFields,
+    parse_selector,
+    record_selector_pattern,
+    select_records,
+)
 from controller.settings import ControllerSettings
 from tests.servers import Controller, running_controller
 
@@ -168,3 +174,16 @@ def test_nul_is_refused_where_stored_and_ignored_where_not(fuzzed: Controller) -
         400,
         "the URL contains a NUL character (%00): remove it",
     )
+
+
+@given(st.text(alphabet=st.sampled_from(list("testvrdic-by=!, \t\n\xa0x\x00")), max_size=14))
+@settings(max_examples=500, deadline=None)
+def test_the_record_selector_pattern_is_what_select_records_accepts(text: str) -> None:
+    fields: RecordFields = {"discounted-by": str, "test": str, "verdict": str}
+    try:
+        select_records(text, [], fields)
+    except ValueError:
+        accepted = False
+    else:
+        accepted = True
+    assert (accepted and "\x00" not in text) == bool(re.search(record_selector_pattern(fields), text))

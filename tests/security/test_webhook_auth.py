@@ -5,11 +5,11 @@ it, so it carries an ingest token as a header, and a push only settles a rerun t
 submitted and still waits for. A replay (the same push again, or the same build with another result)
 changes nothing.
 
-Extending this module for signed providers (GitHub, GitLab, ... being rebuilt elsewhere): add, per
-provider, a push with a bad signature and one with a valid signature over a different body (401 each,
-nothing stored), one whose timestamp or delivery date is outside the accepted window (401, "stale"),
-the same delivery id twice (the second has no effect), and list its path in the gate's UNGATED_PATHS
-only if it authenticates by signature instead of a token.
+Extending this module for the signed provider webhooks (POST /v1/webhooks/{provider}: GitHub, GitLab,
+Buildkite): add, per provider, a push with a bad signature and one with a valid signature over a
+different body (401 each, nothing stored), one whose timestamp is outside the accepted window (401,
+"stale"), and the same delivery id twice (the second has no effect). The gate lets these paths
+through unauthenticated (controller/api/gate.py, `gated`), so the signature is their only guard.
 """
 
 from __future__ import annotations

@@ -110,9 +110,11 @@ def test_only_required_fields(controller: Controller) -> None:
 
 def test_reports_deduplicated_by_agent_boot_sequence(controller: Controller) -> None:
     first = controller.post("/v1/reports", json={"reports": [report(1), report(2)]})
-    assert first.json() == {"accepted": 2, "new": [1, 2], "duplicate": []}
+    # The answer also says whether the runner is cordoned (the agent's on_cordon acts on it).
+    directives = [{"runner": "linux-03", "cordoned": False, "reason": None}]
+    assert first.json() == {"accepted": 2, "new": [1, 2], "duplicate": [], "directives": directives}
     second = controller.post("/v1/reports", json={"reports": [report(2), report(3)]})
-    assert second.json() == {"accepted": 2, "new": [3], "duplicate": [2]}
+    assert second.json() == {"accepted": 2, "new": [3], "duplicate": [2], "directives": directives}
     assert count(controller, "reports") == 3
     assert count(controller, "readings") == 6
     readings = controller.get("/v1/runners/linux-03").json()["last_readings"]

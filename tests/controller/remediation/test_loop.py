@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from controller.db import tables
 from controller.db.engine import make_engine
 from controller.db.schema import migrate
-from controller.errors import ProviderUnavailable
+from controller.errors import ProviderBusy, ProviderUnavailable
 from controller.providers.base import JobRef, Outcome, RunnerState
 from controller.remediation import store
 from controller.remediation.loop import Remediator
@@ -38,10 +38,14 @@ class Double:
         self.down = False
         self.crash_after: str | None = None  # "cordon" or "rerun": die right after the provider acted
         self.crash_before: str | None = None
+        self.busy: dict[str, int] = {}  # method -> how many more calls answer 429 before acting
 
     def _call(self, method: str, arg: str) -> None:
         if self.down:
             raise ProviderUnavailable(self.NAME, f"{method}: connection refused")
+        if self.busy.get(method):
+            self.busy[method] -= 1
+            raise ProviderBusy(self.NAME, f"{method}: HTTP 429", retry_after=0)
         if self.crash_before == method:
             raise Crash(method)
         self.calls.append((method, arg))
@@ -355,3 +359,47 @@ def test_auto_without_a_provider_refuses_rather_than_cordon_on_paper(engine: Eng
     assert actions(engine) == [("cordon", "refused", "r1")]
     with engine.connect() as conn:
         assert store.cordon_of(conn, "r1") is None
+
+
+def test_a_rate_limited_rerun_is_submitted_again_once_the_backoff_passes(engine: Engine) -> None:
+    provider = Double()
+    provider.busy = {"rerun": 1}
+    rem = make(engine, provider, [incident("r1", jobs=("j1",))])
+    rem.tick()
+    assert provider.count("rerun") == 0
+    with engine.connect() as conn:
+        assert [r.state for r in store.reruns(conn)] == ["deferred"]
+        detail = conn.execute(
+            select(tables.actions.c.detail).where(tables.actions.c.key == "rerun:inc-r1:j1")
+        ).scalar()
+    assert "HTTP 429" in detail and "a 429 queues nothing" in detail
+    rem.tick()  # inside the backoff: not asked again
+    assert provider.count("rerun") == 0
+    rem.actions.retry_at.clear()  # the backoff passed
+    rem.tick()
+    rem.tick()
+    assert provider.calls.count(("rerun", "j1")) == 1
+    with engine.connect() as conn:
+        assert [r.state for r in store.reruns(conn)] == ["submitted"]
+        status = conn.execute(
+            select(tables.actions.c.status).where(tables.actions.c.key == "rerun:inc-r1:j1")
+        ).scalar()
+    assert status == "done"
+
+
+def test_a_crash_during_a_deferred_reruns_second_try_never_reruns_twice(engine: Engine) -> None:
+    provider = Double()
+    provider.busy = {"rerun": 1}
+    rem = make(engine, provider, [incident("r1", jobs=("j1",))])
+    rem.tick()
+    rem.actions.retry_at.clear()
+    provider.crash_after = "rerun"
+    with pytest.raises(Crash):
+        rem.tick()
+    provider.crash_after = None
+    restarted = make(engine, provider, [incident("r1", jobs=("j1",))])
+    restarted.start(0)
+    restarted.tick()
+    assert provider.count("rerun") == 1
+    with engine.connect() as conn:
+        assert [r.state for r in store.reruns(conn)] == ["unknown"]

@@ -1,0 +1,42 @@
+"""CI jobs as providers report them (webhooks, polling) turned into the results the analysis reads.
+
+A finished job that ran on a runner becomes one result named `job:<name>` — the job-level signal a
+provider gives when no JUnit report is uploaded — unless the provider brought the job's own test
+results, which are stored instead. Cancelled jobs say nothing about the runner and are not stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from common.results import Outcome, TestResult
+from controller.providers.base import JobEvent
+
+JOB_TEST_PREFIX = "job:"
+_OUTCOMES = {"passed": Outcome.passed, "failed": Outcome.failed}
+
+
+def results_of(provider: str, events: Iterable[JobEvent]) -> list[TestResult]:
+    results: list[TestResult] = []
+    for event in events:
+        if event.runner is None or event.state not in _OUTCOMES:
+            continue
+        if event.tests:
+            results.extend(event.tests)
+            continue
+        runner = (
+            event.runner if event.runner.provider else event.runner.model_copy(update={"provider": provider})
+        )
+        results.append(
+            TestResult(
+                test_id=JOB_TEST_PREFIX + event.name,
+                outcome=_OUTCOMES[event.state],
+                time=event.time,
+                job_id=event.job.id,
+                run_id=event.job.run_id,
+                attempt=event.attempt,
+                message=f"{provider} job {event.job.id} {event.state}",
+                runner=runner,
+            )
+        )
+    return results

@@ -1,0 +1,74 @@
+"""Jinja filters: numbers and times as an operator reads them on the fleet page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from common.timeutil import from_ms, to_ms
+
+
+def parse_ms(value: str | None, default: int) -> int:
+    """An RFC 3339 time from an analysis dict, as epoch ms (`default` when absent)."""
+    if not value:
+        return default
+    return to_ms(datetime.fromisoformat(value.replace("Z", "+00:00")))
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    return f"{value * 100:.{digits}f}%"
+
+
+def pvalue(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value == 0:
+        return "<1e-300"  # below what a double holds
+    return f"{value:.2g}" if value >= 1e-3 else f"{value:.1e}"
+
+
+def when(value: str | None) -> str:
+    """An RFC 3339 time as `MM-DD HH:MM` UTC: dense, and every time on the page is UTC."""
+    if not value:
+        return "–"
+    return from_ms(parse_ms(value, 0)).strftime("%m-%d %H:%M")
+
+
+def ms_when(value: int) -> str:
+    return from_ms(value).strftime("%m-%d %H:%M")
+
+
+def reading(values: dict[str, float]) -> str:
+    """A reading's numbers as the evidence step judged them, e.g. `free 0.33 GiB (0.2%), read-only`."""
+    parts = []
+    if "disk_free_bytes" in values or "disk_free_ratio" in values:
+        free = f"free {values['disk_free_bytes'] / 2**30:.2f} GiB" if "disk_free_bytes" in values else "free"
+        ratio = f" ({pct(values['disk_free_ratio'])})" if "disk_free_ratio" in values else ""
+        parts.append(free + ratio)
+    for name, label in (("inode_free_ratio", "inodes free"), ("mem_available_ratio", "memory available")):
+        if name in values:
+            parts.append(f"{label} {pct(values[name])}")
+    for name, label in (
+        ("psi_full_avg10", "PSI full"),
+        ("psi_some_avg10", "PSI some"),
+        ("oom_kills", "OOM kills"),
+    ):
+        if name in values:
+            parts.append(f"{label} {values[name]:g}")
+    if "clock_offset_s" in values:
+        parts.append(f"clock offset {values['clock_offset_s']:+.3g} s")
+    if "read_only" in values:
+        parts.append("read-only" if values["read_only"] else "writable")
+    return ", ".join(parts) or "–"
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "pct": pct,
+    "pvalue": pvalue,
+    "when": when,
+    "ms_when": ms_when,
+    "reading": reading,
+}

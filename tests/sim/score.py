@@ -1,0 +1,95 @@
+"""Grade the analysis on simulated fleets against their truth, across scenarios and seeds.
+
+python -m tests.sim.score [--scenario NAME ...] [--seeds 1 2 3]
+
+Prints, per scenario and seed, what was called sick that was not (false positives), what was sick
+and missed, dimensions named wrongly, outages missed, and flaky-test precision/recall. A development
+tool: the detection tests assert the same things for fixed seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from common.timeutil import to_ms
+from controller.analysis.engine import Analysis
+from tests.controller.analysis.harness import analyse_fleet
+from tests.sim import Fleet, simulate
+from tests.sim.scenarios import SCENARIOS
+
+
+@dataclass
+class Grade:
+    false_sick: set[tuple[str, str]] = field(default_factory=set)
+    missed_sick: set[tuple[str, str]] = field(default_factory=set)
+    wrong_dimension: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    missed_outages: int = 0
+    false_flaky: set[str] = field(default_factory=set)
+    missed_flaky: set[str] = field(default_factory=set)
+    flaky_called: int = 0
+
+    def clean(self) -> bool:
+        return not (
+            self.false_sick
+            or self.missed_sick
+            or self.wrong_dimension
+            or self.missed_outages
+            or self.false_flaky
+            or self.missed_flaky
+        )
+
+
+def grade(fleet: Fleet, analysis: Analysis) -> Grade:
+    truth = fleet.truth
+    g = Grade()
+    called = {(i["kind"], i["entity"]): i for i in analysis.incidents if i["state"] in ("sick", "suspect")}
+    g.false_sick = set(called) - set(truth.sick)
+    g.missed_sick = set(truth.sick) - set(called)
+    for key in set(called) & set(truth.sick):
+        want, got = truth.sick_dimension[key], called[key]["dimension"]
+        if want != got and want != "unknown":
+            g.wrong_dimension[key] = (want, got)
+    for start, end in truth.outages:
+        s, e = to_ms(start), to_ms(end)
+        found = [
+            (to_ms(datetime.fromisoformat(o["start"])), to_ms(datetime.fromisoformat(o["end"])))
+            for o in analysis.outages
+        ]
+        if not any(a <= e and b >= s for a, b in found):
+            g.missed_outages += 1
+    flaky = {t["test_id"] for t in analysis.tests if t["verdict"] == "flaky"}
+    g.flaky_called = len(flaky)
+    g.false_flaky = flaky - truth.flaky_tests
+    g.missed_flaky = truth.flaky_tests - flaky
+    return g
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.sim.score", description=__doc__)
+    parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    args = parser.parse_args(argv)
+    bad = 0
+    for name in args.scenario or sorted(SCENARIOS):
+        for seed in args.seeds:
+            started = time.perf_counter()
+            fleet = simulate(SCENARIOS[name](), seed)
+            g = grade(fleet, analyse_fleet(fleet))
+            took = time.perf_counter() - started
+            status = "ok " if g.clean() else "BAD"
+            bad += not g.clean()
+            print(
+                f"{status} {name:14} seed {seed}: sick {len(fleet.truth.sick)} "
+                f"fp {sorted(g.false_sick)} fn {sorted(g.missed_sick)} dim {g.wrong_dimension} "
+                f"outages missed {g.missed_outages}/{len(fleet.truth.outages)} "
+                f"flaky {g.flaky_called} (fp {len(g.false_flaky)} fn {len(g.missed_flaky)}) [{took:.0f}s]",
+                flush=True,
+            )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
