@@ -81,6 +81,8 @@ class Metrics:
             ["provider", "status"],
             registry=r,
         )
+        # Buildbot's push route always exists: its series are there from the start.
+        self.webhook_deliveries.labels("buildbot", "new")
         self.ingest_requests = Counter(
             "runnerctl_ingest_requests_total",
             "Ingest requests by kind (results, junit, reports) and outcome (accepted, rejected)",
@@ -160,6 +162,8 @@ class Metrics:
             ["table"],
             registry=r,
         )
+        for table in ("results", "readings", "reports"):
+            self.retention_pruned.labels(table)
         self.remediation_actions = Counter(
             "runnerctl_remediation_actions_total",
             "Cordons, uncordons and drains, by who asked (controller, operator) and what came of it",

@@ -10,6 +10,7 @@ import typer
 from runnerctl import (
     config_cmd,
     cordon,
+    demo,
     describe,
     drain,
     explain,
@@ -58,6 +59,7 @@ def root(
 
 app.add_typer(config_cmd.app, name="config")
 app.command("cordon", epilog=cordon.EPILOG)(cordon.cordon)
+app.command("demo", epilog=demo.EPILOG)(demo.demo)
 app.add_typer(describe.app, name="describe")
 app.command("drain", epilog=drain.EPILOG)(drain.drain)
 app.add_typer(explain.app, name="explain")

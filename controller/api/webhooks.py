@@ -49,6 +49,8 @@ async def buildbot(
         raise ApiError(
             422, "body: not a Buildbot build (no buildid); configure HttpStatusPush with the build formatter"
         )
+    metrics: Metrics = request.app.state.metrics
+    metrics.webhook_deliveries.labels("buildbot", "new").inc()
     found = BuildbotProvider.pushed_outcome(build)
     if found is None:
         return {"rerun": None, "outcome": None}
