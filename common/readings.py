@@ -106,7 +106,8 @@ _KNOWN = frozenset({"disk", "memory", "clock", "cache"})
 
 def _check_of(value: Any) -> str:
     check = value.get("check") if isinstance(value, dict) else getattr(value, "check", None)
-    return check if check in _KNOWN else "other"
+    # Anything but a known name, an unhashable value included, goes to OtherReading to be judged there.
+    return check if isinstance(check, str) and check in _KNOWN else "other"
 
 
 Reading = Annotated[

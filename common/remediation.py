@@ -6,14 +6,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The database cannot store NUL in text (PostgreSQL refuses it).
+NO_NUL = r"^[^\x00]*$"
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class CordonRequest(_Body):
-    reason: str = Field(default="", max_length=500)
-    expires_in_s: float | None = Field(default=None, gt=0, description="uncordon by itself after this long")
+    reason: str = Field(default="", max_length=500, pattern=NO_NUL)
+    # At most ten years: the expiry must stay a time the controller can store and print.
+    expires_in_s: float | None = Field(
+        default=None, gt=0, le=10 * 365 * 86400, description="uncordon by itself after this long"
+    )
     dry_run: bool = False
 
 
@@ -23,7 +29,7 @@ class UncordonRequest(_Body):
 
 
 class DrainRequest(_Body):
-    reason: str = Field(default="", max_length=500)
+    reason: str = Field(default="", max_length=500, pattern=NO_NUL)
     rerun: bool = Field(default=True, description="rerun the jobs that failed on it during its incident")
     dry_run: bool = False
 

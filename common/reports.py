@@ -19,14 +19,16 @@ class AgentReport(BaseModel):
 
     agent_id: Name
     boot_id: Name
-    seq: int = Field(ge=0)
+    # Bounded to fit the columns they are stored in (BIGINT, INTEGER); seq to 2**53 - 1, the largest
+    # integer a JSON reader that parses numbers as doubles (and a JSON schema's maximum) holds exactly.
+    seq: int = Field(ge=0, le=2**53 - 1)
     observed_at: AwareDatetime
     runner: RunnerIdentity
     readings: list[Reading] = Field(default_factory=list, max_length=32)
-    dropped: int = Field(default=0, ge=0)
+    dropped: int = Field(default=0, ge=0, le=2**31 - 1)
     # Reports still waiting in the agent's spool when this one was written: a controller that cannot
     # keep up, or a network that drops, shows here before anything is lost.
-    spool_depth: int | None = Field(default=None, ge=0)
+    spool_depth: int | None = Field(default=None, ge=0, le=2**31 - 1)
     agent_version: str | None = Field(default=None, max_length=100)
 
 

@@ -62,9 +62,8 @@ def serve(
     port: Annotated[int | None, typer.Option(help="port to listen on")] = None,
 ) -> None:
     """Serve the API. A new, empty database is migrated; any other version must be migrated first."""
-    import uvicorn
-
     from controller.api.app import create_app
+    from controller.server import serve as serve_http
 
     overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     settings = ControllerSettings(**overrides)  # type: ignore[arg-type]
@@ -78,9 +77,7 @@ def serve(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    uvicorn.run(
-        create_app(engine, settings), host=settings.host, port=settings.port, log_level=settings.log_level
-    )
+    serve_http(create_app(engine, settings), settings)
 
 
 @app.command("migrate")

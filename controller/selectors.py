@@ -11,6 +11,9 @@ from common.api import RunnerView
 
 _TERM = re.compile(r"^\s*([A-Za-z0-9_.\-/]+)\s*(==|=|!=)?\s*([^,]*?)\s*$")
 _FIELDS = ("id", "name", "machine", "pool", "image", "shard", "provider")
+# What parse_selector accepts, for the OpenAPI description: each comma-separated term, once stripped,
+# is empty or starts with a key character; and no NUL, which the API refuses in any URL.
+SELECTOR_PATTERN = r"^(\s*([A-Za-z0-9_.\-/][^,\u0000]*)?)(,\s*([A-Za-z0-9_.\-/][^,\u0000]*)?)*$"
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,14 @@ RecordFields = dict[str, Callable[[dict[str, Any]], Any]]
 
 def field_of(key: str) -> Callable[[dict[str, Any]], Any]:
     return lambda record: record.get(key)
+
+
+def record_selector_pattern(fields: RecordFields) -> str:
+    """What select_records accepts over these fields, for the OpenAPI description: each term, once
+    stripped, is empty or a known key ended by a character that cannot continue a key; no NUL."""
+    keys = "|".join(re.escape(key) for key in sorted(fields))
+    term = rf"\s*(({keys})([^A-Za-z0-9_.\-/,\u0000][^,\u0000]*)?)?"
+    return rf"^{term}(,{term})*$"
 
 
 def select_records(

@@ -21,6 +21,12 @@ class ControllerSettings(BaseSettings):
         default=True, description="reads of verdicts first analyse whatever was stored since the last pass"
     )
     log_level: str = "info"
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="a request's headers must arrive within this long of its first byte"
+    )
+    request_timeout_s: float = Field(
+        default=60.0, gt=0, description="a whole request, body included, must arrive within this long"
+    )
 
     # Replicas (docs/reliability.md, "Replicas and leadership"): one leader analyses, remediates, prunes.
     leader_lease_ttl_s: float = Field(

@@ -15,15 +15,13 @@ from controller.analysis.explain import explain_runner, explain_test
 from controller.analysis.service import AnalysisService
 from controller.api.auth import INGEST_ROLES, READ_ROLES, require
 from controller.api.errors import ApiError
-from controller.selectors import RecordFields, select_records
+from controller.selectors import RecordFields, record_selector_pattern, select_records
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1", tags=["analysis"])
 Reader = Annotated[Principal, Depends(require(*READ_ROLES))]
 VERDICTS = ("flaky", "broken", "platform", "resource-sensitive", "healthy")
-Selector = Annotated[
-    str | None, Query(alias="l", description="selector over fields, e.g. state=sick,kind!=pool")
-]
+_ONE_VERDICT = "|".join(VERDICTS)
 INCIDENT_FIELDS: RecordFields = {
     "id": lambda i: i["id"],
     "kind": lambda i: i["kind"],
@@ -37,6 +35,18 @@ TEST_FIELDS: RecordFields = {
     "verdict": lambda t: t["verdict"],
     "discounted-by": lambda t: sorted(t.get("discounted_by") or []),
 }
+
+
+def _selector_query(fields: RecordFields) -> Any:
+    return Query(
+        alias="l",
+        description=f"selector over {', '.join(sorted(fields))}, e.g. state=sick,kind!=pool",
+        json_schema_extra={"pattern": record_selector_pattern(fields)},
+    )
+
+
+IncidentSelector = Annotated[str | None, _selector_query(INCIDENT_FIELDS)]
+TestSelector = Annotated[str | None, _selector_query(TEST_FIELDS)]
 
 
 def selected(text: str | None, items: list[dict[str, Any]], fields: RecordFields) -> list[dict[str, Any]]:
@@ -66,7 +76,7 @@ def list_incidents(
     state: Annotated[str | None, Query(description="suspect, sick or resolved; comma-separated")] = None,
     kind: Annotated[str | None, Query(description="runner, machine, image or pool")] = None,
     entity: str | None = None,
-    selector: Selector = None,
+    selector: IncidentSelector = None,
 ) -> dict[str, Any]:
     states = set(state.split(",")) if state else None
     items = [
@@ -97,14 +107,18 @@ def list_tests(
     request: Request,
     _p: Reader,
     verdict: Annotated[
-        str | None, Query(description="flaky, broken, platform, resource-sensitive, healthy")
+        str | None,
+        Query(
+            description="flaky, broken, platform, resource-sensitive, healthy; comma-separated",
+            json_schema_extra={"pattern": f"^(({_ONE_VERDICT})(,({_ONE_VERDICT}))*)?$"},
+        ),
     ] = None,
     q: Annotated[str | None, Query(description="substring of the test id")] = None,
     all_tests: Annotated[
         bool, Query(alias="all", description="include healthy tests that never failed")
     ] = False,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
-    selector: Selector = None,
+    selector: TestSelector = None,
 ) -> dict[str, Any]:
     verdicts = set(verdict.split(",")) if verdict else None
     if verdicts and not verdicts <= set(VERDICTS):

@@ -13,8 +13,19 @@ from sqlalchemy.engine import Engine
 from common.api import Health
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.service import AnalysisService
-from controller.api import analysis, errors, health, remediation, reports, results, runners, webhooks
+from controller.api import (
+    analysis,
+    description,
+    errors,
+    health,
+    remediation,
+    reports,
+    results,
+    runners,
+    webhooks,
+)
 from controller.api.body import body_size
+from controller.api.gate import Gate
 from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
 from controller.leadership import Leadership
@@ -106,6 +117,8 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     app.state.remediation_of = lambda request, runner_id: remediation.remediation_of(request, runner_id)
 
     errors.install(app)
+    description.install(app)
+    app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes)
     for module in (analysis, health, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
     pages.install(app)

@@ -7,16 +7,26 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+from starlette.requests import ClientDisconnect
 
+from controller.api.body import too_large
 from controller.db.failures import classify
 
 log = logging.getLogger(__name__)
 # How long a sender should wait before resending after a database failure; agents back off on their own.
 RETRY_AFTER_S = 5
+
+
+class Error(BaseModel):
+    """Every error answer, as the OpenAPI description shows it."""
+
+    detail: str = Field(description="what is wrong and how to fix it")
+    errors: list[dict[str, Any]] = Field(description="per field: loc, msg, type (validation errors only)")
 
 
 class ApiError(Exception):
@@ -59,6 +69,7 @@ def describe_loc(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 def install(app: FastAPI) -> None:
+
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse({"detail": exc.detail, "errors": exc.errors}, status_code=exc.status)
@@ -70,10 +81,20 @@ def install(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first["loc"])
         return JSONResponse({"detail": f"{where}: {first['msg']}", "errors": errors}, status_code=422)
 
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(_request: Request, _exc: ClientDisconnect) -> Response:
+        # The client hung up (or the server cut off a late request) mid-body: nobody reads this answer,
+        # and it is not a server error worth a traceback.
+        return Response(status_code=400)
+
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail
+        if exc.status_code == 413 and MAX_BODY_SIZE_SCOPE_KEY in request.scope:
+            # Starlette's body limiter says only "Content Too Large": name the limit, as read_bounded does.
+            detail = too_large(request.scope[MAX_BODY_SIZE_SCOPE_KEY]).detail
         return JSONResponse(
-            {"detail": exc.detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
+            {"detail": detail, "errors": []}, status_code=exc.status_code, headers=exc.headers
         )
 
     @app.exception_handler(DBAPIError)

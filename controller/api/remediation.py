@@ -16,7 +16,7 @@ from controller.remediation import audit, store
 from controller.remediation.actions import Result
 from controller.remediation.audit import now_ms
 from controller.remediation.loop import Remediator
-from controller.selectors import RecordFields, field_of, select_records
+from controller.selectors import RecordFields, field_of, record_selector_pattern, select_records
 from controller.tokens import Principal
 
 ACTION_FIELDS: RecordFields = {
@@ -99,7 +99,11 @@ def list_actions(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
     selector: Annotated[
         str | None,
-        Query(alias="l", description="selector over the newest `limit` entries, e.g. status!=done"),
+        Query(
+            alias="l",
+            description="selector over the newest `limit` entries, e.g. status!=done",
+            json_schema_extra={"pattern": record_selector_pattern(ACTION_FIELDS)},
+        ),
     ] = None,
 ) -> dict[str, Any]:
     """The audit log, newest first: every action attempted, refused or skipped, and why."""

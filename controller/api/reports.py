@@ -12,8 +12,9 @@ from common.api import ReportsAccepted, RunnerDirective
 from common.auth import Role
 from common.reports import ReportBatch
 from controller.api.auth import REPORT_ROLES, require
-from controller.api.body import read_bounded
+from controller.api.body import body_schema, read_bounded, refuse_nul
 from controller.api.errors import ApiError, invalid_input
+from controller.ingest.reports import KeyConflict
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
@@ -25,7 +26,7 @@ router = APIRouter(prefix="/v1/reports", tags=["reports"])
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": ReportBatch.model_json_schema()}},
+            "content": {"application/json": {"schema": body_schema(ReportBatch)}},
         }
     },
 )
@@ -37,6 +38,7 @@ async def post_reports(
         batch = ReportBatch.model_validate_json(body)
     except ValidationError as error:
         raise invalid_input(error) from error
+    refuse_nul(body, batch.reports, "report")
     if principal.role is Role.agent:
         foreign = sorted({r.runner.id for r in batch.reports if r.runner.id != principal.runner_id})
         if foreign:
@@ -45,7 +47,10 @@ async def post_reports(
                 f"this agent token belongs to runner '{principal.runner_id}' and may not report for: "
                 + ", ".join(foreign),
             )
-    accepted: ReportsAccepted = await run_in_threadpool(request.app.state.ingest.reports, batch.reports)
+    try:
+        accepted: ReportsAccepted = await run_in_threadpool(request.app.state.ingest.reports, batch.reports)
+    except KeyConflict as error:
+        raise ApiError(409, str(error)) from error
     runners = sorted({r.runner.id for r in batch.reports})
     accepted.directives = await run_in_threadpool(_directives, request, runners)
     return accepted

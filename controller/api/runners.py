@@ -15,7 +15,7 @@ from common.timeutil import iso
 from controller.api.auth import READ_ROLES, require
 from controller.api.errors import ApiError
 from controller.db import tables
-from controller.selectors import Selector, parse_selector
+from controller.selectors import SELECTOR_PATTERN, Selector, parse_selector
 from controller.tokens import Principal
 
 router = APIRouter(prefix="/v1/runners", tags=["runners"])
@@ -89,7 +89,13 @@ def list_runners(
     request: Request,
     _principal: Annotated[Principal, Depends(require(*READ_ROLES))],
     selector: Annotated[
-        str | None, Query(alias="l", description="label selector, e.g. pool=linux,image!=old")
+        str | None,
+        Query(
+            alias="l",
+            description="label selector, e.g. pool=linux,image!=old",
+            # Documented, not enforced here: parse_selector refuses the rest with a clearer message.
+            json_schema_extra={"pattern": SELECTOR_PATTERN},
+        ),
     ] = None,
 ) -> RunnerList:
     try:

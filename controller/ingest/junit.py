@@ -2,7 +2,8 @@
 
 The document is streamed through defusedxml's expat parser into a small state machine, so no tree is
 built: besides the cases returned, memory holds the open elements' roles and one test case, whatever
-the upload contains.
+the upload contains. Elements nested deeper than MAX_DEPTH and start tags longer than MAX_TAG_BYTES
+(a huge attribute, or very many) are refused.
 DTDs, and with them every entity, are refused before expat reads a declaration.
 
 Structure: the root is ``<testsuites>`` or ``<testsuite>``; ``<testsuite>`` may nest to any depth and
@@ -42,6 +43,13 @@ from common.results import MAX_MESSAGE_CHARS, Outcome
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_CASES = 200_000
+# Real reports nest suites a handful of levels deep and keep a start tag to a test name and a message;
+# past these a document is hostile or broken, and saying so beats storing what it happens to contain.
+MAX_DEPTH = 256
+MAX_TAG_BYTES = 1024 * 1024
+# A start tag (not a comment, CDATA or declaration) running on for MAX_TAG_BYTES. "<" and ">" cannot
+# occur inside a well-formed tag, and no byte is in two runs between them, so the scan is linear.
+_LONG_START_TAG = re.compile(rb"<[^!?/<>][^<>]{%d}" % MAX_TAG_BYTES)
 
 _SUITE_TAGS = frozenset({"testsuites", "testsuite"})
 # Most severe first: a case carrying several of these reports the first present.
@@ -82,6 +90,7 @@ def parse_junit(
         raise JUnitError(f"document exceeds {max_bytes} bytes")
     if not data.strip():
         raise JUnitError("document is empty")
+    _refuse_long_start_tags(data)
     collector = _Collector(max_cases)
     parser = DefusedXMLParser(target=collector, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     expat = parser.parser
@@ -99,6 +108,21 @@ def parse_junit(
         # expat counts columns from 0; editors and humans count from 1.
         raise JUnitError(f"XML is not well-formed: line {line}, column {column + 1}: {reason}") from err
     return collector.cases
+
+
+def _refuse_long_start_tags(data: bytes) -> None:
+    """expat hands over a start tag's attributes all at once, as a dict ElementTree builds: one 4 MiB
+    tag of empty attributes costs some 100 MiB. So an overlong tag is refused before parsing."""
+    found = _LONG_START_TAG.search(data)
+    if found is None:
+        return
+    name = re.match(rb"<([^\s/>]{1,100})", data[found.start() : found.start() + 102])
+    element = name.group(1).decode("utf-8", "replace") if name else "?"
+    line = data.count(b"\n", 0, found.start()) + 1
+    raise JUnitError(
+        f"the start tag of <{element}> on line {line} is longer than {MAX_TAG_BYTES} bytes "
+        "(a huge attribute, or too many)"
+    )
 
 
 @dataclass
@@ -134,6 +158,8 @@ class _Collector:
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         roles = self._roles
+        if len(roles) >= MAX_DEPTH:
+            raise JUnitError(f"elements nest deeper than {MAX_DEPTH} levels (line {self.line()})")
         parent = roles[-1] if roles else None
         if parent == _OTHER:
             # Output, properties and anything unknown: nothing below them matters.

@@ -17,6 +17,14 @@ from controller.db.upsert import insert_one_returning_id, upsert_runners
 from controller.ingest.results import identity_row
 
 
+class KeyConflict(ValueError):
+    """A report's (agent, boot, sequence) is already stored for another runner: not a resend.
+
+    Counting it a duplicate would let one runner's agent silently void another's readings by claiming
+    its key first; refusing it makes the clash loud on both sides.
+    """
+
+
 @dataclass
 class ReportOutcome:
     new: list[int] = field(default_factory=list)
@@ -27,6 +35,15 @@ def store_reports(conn: Connection, batch: Sequence[AgentReport], now_ms: int) -
     outcome = ReportOutcome()
     keys = {(r.agent_id, r.boot_id, r.seq) for r in batch}
     existing = _existing(conn, keys)
+    clash = next(
+        (r for r in batch if existing.get((r.agent_id, r.boot_id, r.seq), r.runner.id) != r.runner.id), None
+    )
+    if clash is not None:
+        stored = existing[(clash.agent_id, clash.boot_id, clash.seq)]
+        raise KeyConflict(
+            f"report (agent_id '{clash.agent_id}', boot_id '{clash.boot_id}', seq {clash.seq}) is already "
+            f"stored for runner '{stored}', not '{clash.runner.id}': give each runner's agent its own agent_id"
+        )
     seen: set[tuple[str, str, int]] = set()
     fresh: list[AgentReport] = []
     for report in batch:
@@ -63,20 +80,21 @@ def store_reports(conn: Connection, batch: Sequence[AgentReport], now_ms: int) -
     return outcome
 
 
-def _existing(conn: Connection, keys: set[tuple[str, str, int]]) -> set[tuple[str, str, int]]:
+def _existing(conn: Connection, keys: set[tuple[str, str, int]]) -> dict[tuple[str, str, int], str]:
+    """The keys already stored, each with the runner it was stored for."""
     if not keys:
-        return set()
+        return {}
     t = tables.reports
-    found: set[tuple[str, str, int]] = set()
+    found: dict[tuple[str, str, int], str] = {}
     wanted = sorted(keys)
     for start in range(0, len(wanted), 300):
         chunk = wanted[start : start + 300]
         rows = conn.execute(
-            select(t.c.agent_id, t.c.boot_id, t.c.seq).where(
+            select(t.c.agent_id, t.c.boot_id, t.c.seq, t.c.runner_id).where(
                 tuple_(t.c.agent_id, t.c.boot_id, t.c.seq).in_(chunk)
             )
         )
-        found.update((a, b, int(s)) for a, b, s in rows)
+        found.update(((a, b, int(s)), runner) for a, b, s, runner in rows)
     return found
 
 

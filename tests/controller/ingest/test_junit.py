@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from defusedxml import DTDForbidden
 
-from controller.ingest.junit import JUnitCase, JUnitError, parse_junit
+from controller.ingest.junit import MAX_DEPTH, MAX_TAG_BYTES, JUnitCase, JUnitError, parse_junit
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "junit"
 ATTACKS = FIXTURES / "attacks"
@@ -477,7 +477,31 @@ def test_too_many_cases() -> None:
     assert refusal(data, max_cases=2) == "document has more than 2 test cases"
 
 
-def test_deep_nesting_does_not_recurse() -> None:
-    depth = 200_000
-    data = b"<testsuites>" + b"<x>" * depth + b"</x>" * depth + b"</testsuites>"
-    assert parse_junit(data) == []
+def test_nesting_is_refused_past_the_limit() -> None:
+    def nested(depth: int) -> bytes:
+        return b"<testsuites>" + b"<x>" * (depth - 1) + b"</x>" * (depth - 1) + b"</testsuites>"
+
+    assert parse_junit(nested(MAX_DEPTH)) == []
+    assert refusal(nested(MAX_DEPTH + 1)) == f"elements nest deeper than {MAX_DEPTH} levels (line 1)"
+    # Far past it, the parser stops at the limit rather than recursing or growing a stack.
+    assert refusal(nested(200_000)) == f"elements nest deeper than {MAX_DEPTH} levels (line 1)"
+
+
+def test_long_start_tags_are_refused_before_parsing() -> None:
+    def case(attributes: str) -> bytes:
+        return suite(f'<testcase name="t" {attributes}/>')
+
+    # The tag is '<testcase name="t" ' + attributes + '/>': MAX_TAG_BYTES after its "<" is the most.
+    fits = MAX_TAG_BYTES - len('testcase name="t" classname=""/')
+    assert parse_junit(case(f'classname="{"c" * fits}"'))[0].test_id.endswith("::t")
+    message = f"the start tag of <testcase> on line 1 is longer than {MAX_TAG_BYTES} bytes (a huge attribute, or too many)"
+    assert refusal(case(f'classname="{"c" * (fits + 1)}"')) == message
+    many = " ".join(f'a{i}=""' for i in range(MAX_TAG_BYTES // 8))
+    assert refusal(case(many)) == message
+    # Text, CDATA and comments may be long: only tags are measured.
+    long_text = suite(
+        f'<testcase name="t"><failure><![CDATA[{"x" * MAX_TAG_BYTES}]]></failure></testcase>',
+        f"<!-- {'y' * MAX_TAG_BYTES} -->",
+        f'<testcase name="u"><system-out>{"z" * MAX_TAG_BYTES}</system-out></testcase>',
+    )
+    assert [c.outcome for c in parse_junit(long_text)] == ["failed", "passed"]
