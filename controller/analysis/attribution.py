@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from controller.analysis.baseline import expected_failure
 from controller.analysis.clusters import (
@@ -25,6 +26,9 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.evidence import Badness, examine
 from controller.analysis.frame import Frame
 from controller.analysis.levels import LEVELS, Level, build_levels
+
+# How unlikely a clean child must be under the common-cause hypothesis before it refutes it.
+SPARED_P = 1e-3
 
 
 @dataclass
@@ -47,12 +51,16 @@ def find_clusters(
     # entities does not raise everyone's expectations and hide the next one.
     first, p_values, tested = _all_levels(levels, frame, usable, usable, bins, config)
     cutoff = bh_cutoff(p_values, tested, config.fdr_q)
+    # Kept out of the reference is anything clearly elevated, not only a full cluster: when half a
+    # pool is sick at once, each sick runner's peers are half sick too, so against them it shows
+    # twice the expected failures, never three times, until the other is left out.
+    suspicious = config.model_copy(update={"min_ratio": config.reference_exclusion_ratio})
     contaminated = np.zeros(frame.size, bool)
     for name in LEVELS:
         segments, expected = first[name]
         for segment in segments:
             breadth(segment, test, job, fail, expected)
-            if is_cluster(segment, cutoff, config):
+            if is_cluster(segment, cutoff, suspicious):
                 contaminated |= _stretch(frame, levels[name], segment, bins)
     reference = usable & ~contaminated
     if contaminated.any():
@@ -167,6 +175,8 @@ def _spread_over_children(
     elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp))
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None
+    if _a_child_is_spared(obs, exp, considered, elevated):
+        return None
     worst = int(np.argmax(obs - exp))
     o, x, k = obs.sum() - obs[worst], exp.sum() - exp[worst], n.sum() - n[worst]
     p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
@@ -194,6 +204,19 @@ def _spread_over_children(
         return None
     kind = "runners" if level.name == "machine" else "hosts"
     return f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
+
+
+def _a_child_is_spared(
+    obs: np.ndarray, exp: np.ndarray, considered: np.ndarray, elevated: np.ndarray
+) -> bool:
+    """A common cause reaches every child under the entity. A child that ran as much and stayed clean
+    — far fewer failures than the elevated children's excess ratio predicts for it — says the cause
+    is in the others, not in what they share (two sick runners of three are not a sick image)."""
+    ratio = obs[elevated].sum() / max(exp[elevated].sum(), 1e-9)
+    for i in np.flatnonzero(considered & ~elevated):
+        if stats.poisson.cdf(obs[i], exp[i] * ratio) < SPARED_P:
+            return True
+    return False
 
 
 def _one_cause(

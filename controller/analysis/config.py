@@ -26,6 +26,9 @@ class AnalysisConfig(BaseModel):
     fdr_q: float = Field(default=0.01, gt=0, lt=1, description="Benjamini–Hochberg false discovery rate")
     alternative_ratio: float = Field(default=3.0, gt=1, description="rate ratio the segment scan looks for")
     min_ratio: float = Field(default=3.0, ge=1, description="observed/expected failures a cluster needs")
+    reference_exclusion_ratio: float = Field(
+        default=1.5, ge=1, description="a first-pass excess this large is left out of everyone's peers"
+    )
     min_failures: int = 3
     min_distinct_tests: int = 3
     min_failed_jobs: int = 2
