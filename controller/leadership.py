@@ -38,6 +38,7 @@ from common.timeutil import iso
 from controller.db import tables
 from controller.db.upsert import insert_ignore
 from controller.metrics import Metrics
+from controller.periodic import Periodic
 
 log = logging.getLogger(__name__)
 LEADER = "leader"
@@ -72,8 +73,8 @@ class Leadership:
         self._term: int | None = None
         self._valid_until = 0.0  # time.monotonic() after which this replica stops acting as leader
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("leadership", self.step)
+        self._started = False
 
     # -- what the loops ask ---------------------------------------------------------------------------
 
@@ -186,24 +187,15 @@ class Leadership:
     # -- the background thread ------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._started:
             return
+        self._started = True
         self.step()
-        self._thread = threading.Thread(target=self._loop, name="leadership", daemon=True)
-        self._thread.start()
+        self._periodic.start(self.every_s)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._periodic.stop()
         self.release()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            try:
-                self.step()
-            except Exception:  # the thread must outlive one bad attempt; the next one retries
-                log.exception("lease step failed")
 
     # -- what the API shows ---------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ fenced by the lease, walked per runner along the (runner, time) indexes, with a 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from controller.db import tables
 from controller.db.upsert import add_counts
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
+from controller.periodic import Periodic
 from controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,7 @@ class Retention:
         self.metrics = metrics
         self.interval_s = settings.retention_interval_s
         self.batch = settings.retention_batch_rows
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("retention", self._run_as_leader, expected=(LeaseLost,))
 
     def horizon(self) -> Horizon | None:
         """How far back rows must stay; None until this replica has analysed as leader."""
@@ -77,7 +76,7 @@ class Retention:
                 (tables.readings, tables.readings.c.observed_ms, found.readings_from_ms),
                 (tables.reports, tables.reports.c.observed_ms, found.readings_from_ms),
             ):
-                while not self._stop.is_set():
+                while not self._periodic.stopping():
                     started = time.monotonic()
                     deleted = self._batch(table, runner, column, before)
                     pruned[table.name] += deleted
@@ -87,7 +86,7 @@ class Retention:
                     # Leave the database to other writers at least as long as the batch held it:
                     # SQLite's busy handler retries every 100 ms at most, and would otherwise lose every
                     # race for the lock (ingest, the lease's renewal) until the pruning is done.
-                    self._stop.wait(max(PAUSE_S, time.monotonic() - started))
+                    self._periodic.pause(max(PAUSE_S, time.monotonic() - started))
         if pruned:
             log.info("retention pruned %s", dict(pruned))
         return dict(pruned)
@@ -117,26 +116,14 @@ class Retention:
     # -- the background loop --------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.interval_s <= 0 or self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, name="retention", daemon=True)
-        self._thread.start()
+        self._periodic.start(self.interval_s)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._periodic.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            if self.leadership is not None and not self.leadership.is_leader():
-                continue
-            try:
-                self.run()
-            except LeaseLost as lost:
-                log.warning("retention stopped: %s", lost)
-            except Exception:  # the loop must outlive one bad run; the next one retries
-                log.exception("retention run failed")
+    def _run_as_leader(self) -> None:
+        if self.leadership is None or self.leadership.is_leader():
+            self.run()
 
 
 def _roll_up(conn: Connection, rows: Sequence[Any]) -> None:

@@ -28,6 +28,7 @@ from controller.analysis.horizon import horizon
 from controller.db import tables
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
+from controller.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,7 @@ class AnalysisService:
         self._dirty = threading.Event()
         self._dirty.set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("analysis", self._tick)
 
     def leads(self) -> bool:
         return self.leadership is None or self.leadership.is_leader()
@@ -221,27 +221,21 @@ class AnalysisService:
     # -- the background loop --------------------------------------------------------------------------
 
     def start(self, interval_s: float) -> None:
-        if interval_s <= 0 or self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, args=(interval_s,), name="analysis", daemon=True)
-        self._thread.start()
+        self._periodic.start(interval_s)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._periodic.stop()
 
-    def _loop(self, interval_s: float) -> None:
-        while not self._stop.wait(interval_s):
-            if not self.leads():
-                continue
-            try:
-                with self._lock:
-                    self._pass(False)
-            except Exception:  # the loop must outlive one bad pass; the next one retries
-                log.exception("analysis pass failed")
-                self.metrics.analysis_failures.inc()
-                self.mark_dirty()
+    def _tick(self) -> None:
+        if not self.leads():
+            return
+        try:
+            with self._lock:
+                self._pass(False)
+        except Exception:
+            self.metrics.analysis_failures.inc()
+            self.mark_dirty()  # what this pass did not cover, the next one must
+            raise
 
     def status(self) -> dict[str, Any]:
         return {

@@ -8,11 +8,11 @@ so asking twice stores nothing twice.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from controller.ingest import jobs
 from controller.ingest.service import Ingest
+from controller.periodic import Periodic
 from controller.providers.base import Poller
 
 log = logging.getLogger(__name__)
@@ -30,23 +30,14 @@ class Polling:
         self.leads = leads  # one replica polls: two would race for the same cursor
         self.pollers = pollers
         self.settle = settle  # the remediator's `pushed`: a finished rerun settles at once
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("polling", self.tick)
 
     def start(self, interval_s: float) -> None:
-        if interval_s <= 0 or not self.pollers or self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, args=(interval_s,), name="polling", daemon=True)
-        self._thread.start()
+        if self.pollers:
+            self._periodic.start(interval_s)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _loop(self, interval_s: float) -> None:
-        while not self._stop.wait(interval_s):
-            self.tick()
+        self._periodic.stop()
 
     def tick(self) -> None:
         if not self.leads():

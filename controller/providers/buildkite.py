@@ -21,8 +21,6 @@ Quirks handled here:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import threading
@@ -34,6 +32,7 @@ from typing import Any
 
 import requests
 
+from common.auth import hmac_sha256_hex, same_secret
 from common.identity import RunnerIdentity
 from controller.errors import ProviderError, ProviderRejected, ProviderUnavailable, RunnerNotFound
 from controller.providers.base import (
@@ -208,8 +207,8 @@ class BuildkiteProvider:
             stamp, given = parts.get("timestamp", ""), parts.get("signature", "")
             if not stamp.isdigit() or not given:
                 raise WebhookRejected("X-Buildkite-Signature is not 'timestamp=T,signature=HEX'")
-            expected = hmac.new(self._webhook_key, stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-            if not hmac.compare_digest(expected, given.lower()):
+            expected = hmac_sha256_hex(self._webhook_key, stamp.encode() + b"." + body)
+            if not same_secret(expected, given.lower()):
                 raise WebhookRejected("X-Buildkite-Signature does not match the body")
             age = now_s - int(stamp)
             if abs(age) > self.max_skew_s:
@@ -221,7 +220,7 @@ class BuildkiteProvider:
         token = headers.get("x-buildkite-token")
         if token is None:
             raise WebhookRejected("no X-Buildkite-Signature or X-Buildkite-Token header")
-        if not hmac.compare_digest(token.encode(), self._webhook_key):
+        if not same_secret(token, self._webhook_key):
             raise WebhookRejected("X-Buildkite-Token does not match")
 
     def delivery_id(self, headers: Mapping[str, str], body: bytes) -> str | None:

@@ -19,8 +19,6 @@ cannot be removed, so the runner's agent gets a cordon directive too (docs/provi
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import time
 from collections.abc import Mapping
@@ -29,6 +27,7 @@ from typing import Any
 
 import requests
 
+from common.auth import hmac_sha256_hex, same_secret
 from common.identity import RunnerIdentity
 from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
 from controller.providers.base import (
@@ -170,7 +169,7 @@ class GitHubProvider:
         sent = headers.get(SIGNATURE_HEADER)
         if not sent:
             raise WebhookRejected("no X-Hub-Signature-256 header: give the webhook a secret")
-        if not hmac.compare_digest(signature(self._secret, body).encode(), sent.encode()):
+        if not same_secret(signature(self._secret, body), sent):
             raise WebhookRejected("X-Hub-Signature-256 does not match the body: check the webhook secret")
 
     def delivery_id(self, headers: Mapping[str, str], body: bytes) -> str | None:
@@ -250,7 +249,7 @@ class GitHubProvider:
 def signature(secret: bytes, body: bytes) -> str:
     """The X-Hub-Signature-256 value GitHub sends for `body` (github/docs,
     content/webhooks/using-webhooks/validating-webhook-deliveries.md)."""
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return "sha256=" + hmac_sha256_hex(secret, body)
 
 
 def rate_limit_wait(response: requests.Response, now_s: float) -> float | None:

@@ -14,12 +14,12 @@ there, so a pause is visible in GitLab and the controller can tell its own pause
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from common.auth import same_secret
 from common.identity import RunnerIdentity
 from controller.errors import ProviderRejected, RunnerNotFound
 from controller.providers.base import (
@@ -137,7 +137,7 @@ class GitLabProvider:
         sent = headers.get("x-gitlab-token")
         if not sent:
             raise WebhookRejected("no X-Gitlab-Token header: give the webhook a secret token")
-        if not hmac.compare_digest(sent.encode(), self._secret):
+        if not same_secret(sent, self._secret):
             raise WebhookRejected("X-Gitlab-Token is not the configured webhook secret")
 
     def delivery_id(self, headers: Mapping[str, str], body: bytes) -> str | None:

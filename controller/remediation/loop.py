@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from controller.errors import ProviderError
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
+from controller.periodic import Periodic
 from controller.providers.base import Provider, RenewsCordon
 from controller.remediation import audit, store
 from controller.remediation.actions import CONTROLLER, MARK, Actions
@@ -59,8 +60,7 @@ class Remediator(OperatorEntryPoints):
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic("remediation", self.tick, expected=(LeaseLost,))
 
     # -- lookups --------------------------------------------------------------------------------------
 
@@ -108,26 +108,10 @@ class Remediator(OperatorEntryPoints):
     def start(self, interval_s: float) -> None:
         if self.leadership is None:  # the only replica: what a crash left in flight is settled now
             self.actions.recover_interrupted()
-        if interval_s <= 0 or self._thread is not None:
-            return
-        self._thread = threading.Thread(
-            target=self._loop, args=(interval_s,), name="remediation", daemon=True
-        )
-        self._thread.start()
+        self._periodic.start(interval_s)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _loop(self, interval_s: float) -> None:
-        while not self._stop.wait(interval_s):
-            try:
-                self.tick()
-            except LeaseLost as lost:
-                log.warning("remediation pass stopped: %s", lost)
-            except Exception:  # the loop must outlive one bad pass; the next one retries
-                log.exception("remediation pass failed")
+        self._periodic.stop()
 
     def leads(self) -> bool:
         """Whether this replica may run a pass; a new term first settles what the last leader left."""

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from tests.e2e.webhook_story import (
+from tests.e2e.provider_story import (
     Agents,
     actions,
     explain_runner,

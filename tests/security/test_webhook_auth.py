@@ -1,15 +1,14 @@
 """Provider webhooks against misuse: who may push, and what a replayed push can do.
 
-Today's only webhook is Buildbot's HttpStatusPush (POST /v1/webhooks/buildbot): Buildbot cannot sign
-it, so it carries an ingest token as a header, and a push only settles a rerun the controller itself
-submitted and still waits for. A replay (the same push again, or the same build with another result)
-changes nothing.
+Here: Buildbot's HttpStatusPush (POST /v1/webhooks/buildbot). Buildbot cannot sign it, so it carries
+an ingest token as a header, and a push only settles a rerun the controller itself submitted and still
+waits for. A replay (the same push again, or the same build with another result) changes nothing.
 
-Extending this module for the signed provider webhooks (POST /v1/webhooks/{provider}: GitHub, GitLab,
-Buildkite): add, per provider, a push with a bad signature and one with a valid signature over a
-different body (401 each, nothing stored), one whose timestamp is outside the accepted window (401,
-"stale"), and the same delivery id twice (the second has no effect). The gate lets these paths
-through unauthenticated (controller/api/gate.py, `gated`), so the signature is their only guard.
+The signed provider webhooks (POST /v1/webhooks/{provider}) pass the gate unauthenticated
+(controller/api/gate.py, `gated`): their signature is their only guard. Bad, missing, tampered and
+stale signatures (401, nothing stored) and replayed deliveries (200, nothing stored twice) are tested
+per provider in tests/controller/providers/test_{github,gitlab,buildkite}.py and
+tests/e2e/test_provider_{github,gitlab,buildkite}.py.
 """
 
 from __future__ import annotations
@@ -23,21 +22,10 @@ from sqlalchemy import select, update
 from common.auth import hash_token
 from controller.db import tables
 from controller.remediation import store
+from tests.controller.api.test_webhooks import FINISHED
 from tests.servers import Controller, database, running_controller
 
 PATH = "/v1/webhooks/buildbot"
-# The top-level keys Buildbot 4.3's HttpStatusPush sends (tests/e2e checks the real thing).
-FINISHED = {
-    "buildid": 41,
-    "number": 3,
-    "builderid": 1,
-    "buildrequestid": 977,
-    "workerid": 2,
-    "complete": True,
-    "results": 0,
-    "state_string": "build successful",
-    "properties": {"workername": ["w2", "Worker"]},
-}
 FAILED = FINISHED | {"results": 2, "state_string": "failed test"}
 
 
