@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import expected_failure
+from controller.analysis.baseline import Baseline
 from controller.analysis.clusters import (
     Segment,
     bh_cutoff,
@@ -44,12 +44,13 @@ def find_clusters(
     """Clusters attributed to the right level; also the BH p-value cutoff and the number of tests."""
     levels = build_levels(frame, usable)
     test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    baseline = _Rates(frame, usable, bins, config)
 
     # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
     # them together. A first pass finds the obvious clusters; the second judges everyone again against
     # peers with those clusters' executions left out of the rates, so a fleet with several sick
     # entities does not raise everyone's expectations and hide the next one.
-    first, p_values, tested = _all_levels(levels, frame, usable, usable, bins, config)
+    first, p_values, tested = _all_levels(levels, baseline, frame, usable, usable, bins, config)
     cutoff = bh_cutoff(p_values, tested, config.fdr_q)
     # Kept out of the reference is anything clearly elevated, not only a full cluster: when half a
     # pool is sick at once, each sick runner's peers are half sick too, so against them it shows
@@ -64,7 +65,7 @@ def find_clusters(
                 contaminated |= _stretch(frame, levels[name], segment, bins)
     reference = usable & ~contaminated
     if contaminated.any():
-        first, p_values, tested = _all_levels(levels, frame, usable, reference, bins, config)
+        first, p_values, tested = _all_levels(levels, baseline, frame, usable, reference, bins, config)
         cutoff = bh_cutoff(p_values, tested, config.fdr_q)
 
     clusters: list[Cluster] = []
@@ -73,7 +74,7 @@ def find_clusters(
         level = levels[name]
         if explained.any():
             segments, expected, _ = _scan(
-                level, frame, usable & ~explained, reference & ~explained, bins, config
+                level, baseline, frame, usable & ~explained, reference & ~explained, bins, config
             )
         else:
             segments, expected = first[name]
@@ -96,6 +97,7 @@ def find_clusters(
 
 def _all_levels(
     levels: dict[str, Level],
+    baseline: _Rates,
     frame: Frame,
     usable: np.ndarray,
     reference: np.ndarray,
@@ -105,42 +107,56 @@ def _all_levels(
     found: dict[str, tuple[list[Segment], np.ndarray]] = {}
     p_values: list[float] = []
     tested = 0
-    shared: dict[str, np.ndarray] = {}
     for name in LEVELS:
-        segments, expected, count = _scan(levels[name], frame, usable, reference, bins, config, shared)
+        segments, expected, count = _scan(levels[name], baseline, frame, usable, reference, bins, config)
         found[name] = (segments, expected)
         p_values += [s.p_adjusted for s in segments]
         tested += count
     return found, p_values, tested
 
 
+class _Rates:
+    """The baseline over the usable rows of one pass, shared by every level and every re-scan."""
+
+    def __init__(self, frame: Frame, usable: np.ndarray, bins: np.ndarray, config: AnalysisConfig) -> None:
+        self.rows = usable
+        self.baseline = Baseline(
+            frame.cols["test"][usable],
+            bins[usable],
+            frame.fail[usable],
+            radius=config.baseline_radius_bins,
+            peer_strength=config.peer_prior_strength,
+            history_strength=config.history_prior_strength,
+        )
+
+    def expected(self, level: Level, reference: np.ndarray) -> np.ndarray:
+        """Per row of the frame (zero outside the usable rows): its failure probability if healthy."""
+        expected = np.zeros(self.rows.size)
+        expected[self.rows] = self.baseline.expected(
+            entity_name=level.name,
+            entity=level.entity[self.rows],
+            peer_name="fleet" if level.name == "pool" else "pool",
+            peers=level.peers[self.rows],
+            reference=reference[self.rows],
+        )
+        return expected
+
+
 def _scan(
     level: Level,
+    rates: _Rates,
     frame: Frame,
     usable: np.ndarray,
     reference: np.ndarray,
     bins: np.ndarray,
     config: AnalysisConfig,
-    shared: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[Segment], np.ndarray, int]:
+    """Segments of `level` among the `usable` rows (a subset of the rates' rows), judged against
+    peers whose rates come from the `reference` rows only."""
     rows = usable & (level.entity >= 0)
-    expected = np.zeros(frame.size)
     if not rows.any():
-        return [], expected, 0
-    base = usable
-    expected[base] = expected_failure(
-        test=frame.cols["test"][base],
-        entity=np.where(level.entity[base] >= 0, level.entity[base], -1),
-        peers=level.peers[base],
-        bins=bins[base],
-        fail=frame.fail[base],
-        radius=config.baseline_radius_bins,
-        peer_strength=config.peer_prior_strength,
-        history_strength=config.history_prior_strength,
-        reference=reference[base],
-        shared=shared,
-        peer_name="fleet" if level.name == "pool" else "pool",
-    )
+        return [], np.zeros(frame.size), 0
+    expected = rates.expected(level, reference & usable)
     segments, count = scan_entities(level.name, level.entity, bins, frame.fail, expected, rows, config)
     return segments, expected, count
 

@@ -20,20 +20,53 @@ def combine(*codes: np.ndarray) -> np.ndarray:
     return key
 
 
+class WindowIndex:
+    """For each row, where the rows of its group within ± radius bins lie.
+
+    Built with one sort; afterwards a windowed or whole-group sum of any per-row weights costs a
+    bincount and a cumulative sum. An analysis pass sums the same groupings many times over (failures
+    and executions, first with every row as reference, then with clusters left out), so the sort is
+    what must not repeat.
+    """
+
+    def __init__(self, group: np.ndarray, bins: np.ndarray, radius: int) -> None:
+        self.size = int(group.size)
+        if group.size == 0:
+            self.inverse = np.zeros(0, np.int64)
+            self.cells = 0
+            return
+        lo_bin = int(bins.min())
+        span = int(bins.max()) - lo_bin + 2 * radius + 2
+        key = group.astype(np.int64) * span + (bins - lo_bin + radius)
+        unique, self.inverse = np.unique(key, return_inverse=True)
+        self.cells = int(unique.size)
+        self.lo = np.searchsorted(unique, unique - radius, side="left")
+        self.hi = np.searchsorted(unique, unique + radius, side="right")
+        # Cells are sorted by group first: a group's cells are one contiguous run.
+        _groups, self.cell_group = np.unique(unique // span, return_inverse=True)
+
+    def near(self, values: np.ndarray) -> np.ndarray:
+        """Per row: the sum of `values` over rows of its group whose bin is within ± radius."""
+        if self.size == 0:
+            return np.zeros(0)
+        sums = np.bincount(self.inverse, weights=values, minlength=self.cells)
+        cumulative = np.concatenate([[0.0], np.cumsum(sums)])
+        near: np.ndarray = (cumulative[self.hi] - cumulative[self.lo])[self.inverse]
+        return near
+
+    def total(self, values: np.ndarray) -> np.ndarray:
+        """Per row: the sum of `values` over every row of its group."""
+        if self.size == 0:
+            return np.zeros(0)
+        sums = np.bincount(self.inverse, weights=values, minlength=self.cells)
+        totals = np.bincount(self.cell_group, weights=sums)
+        total: np.ndarray = totals[self.cell_group][self.inverse]
+        return total
+
+
 def window_sums(group: np.ndarray, bins: np.ndarray, values: np.ndarray, radius: int) -> np.ndarray:
     """For each row, the sum of `values` over rows of the same group whose bin is within ± radius."""
-    if group.size == 0:
-        return np.zeros(0)
-    lo_bin = int(bins.min())
-    span = int(bins.max()) - lo_bin + 2 * radius + 2
-    key = group.astype(np.int64) * span + (bins - lo_bin + radius)
-    unique, inverse = np.unique(key, return_inverse=True)
-    sums = np.bincount(inverse, weights=values, minlength=unique.size)
-    cumulative = np.concatenate([[0.0], np.cumsum(sums)])
-    lo = np.searchsorted(unique, unique - radius, side="left")
-    hi = np.searchsorted(unique, unique + radius, side="right")
-    sums_near: np.ndarray = (cumulative[hi] - cumulative[lo])[inverse]
-    return sums_near
+    return WindowIndex(group, bins, radius).near(values)
 
 
 def group_totals(group: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -41,52 +74,64 @@ def group_totals(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.bincount(inverse, weights=values, minlength=unique.size)[inverse]
 
 
-def expected_failure(
-    *,
-    test: np.ndarray,
-    entity: np.ndarray,
-    peers: np.ndarray,
-    bins: np.ndarray,
-    fail: np.ndarray,
-    radius: int,
-    peer_strength: float,
-    history_strength: float,
-    reference: np.ndarray | None = None,
-    shared: dict[str, np.ndarray] | None = None,
-    peer_name: str = "",
-) -> np.ndarray:
-    """Probability each execution fails if its entity is as healthy as its peers.
+class Baseline:
+    """Expected failure probabilities over one fixed set of rows, for any entity level and reference.
 
-    `entity` and `peers` are codes per row: peers are the rows' comparison group (the pool for a
-    runner, machine or image; the whole fleet for a pool). Only `reference` rows (default: all) feed
-    the rates, so executions already known to be inside a cluster do not inflate their peers'
-    expectations. `shared` caches what does not depend on the entity (the test's history, the peer
-    group's sums) between levels of one pass; `peer_name` names the peer grouping. Returns a
-    probability per row.
+    `test`, `bins` and `fail` are per row of that set. Each grouping (the test; the test among a peer
+    group; the test on one entity) is indexed once and reused by every call.
     """
-    cache = {} if shared is None else shared
-    ones = np.ones(fail.size) if reference is None else reference.astype(float)
-    f = fail.astype(float) * ones
-    overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
 
-    # The test's own rate at other times, over the whole fleet: the prior where peers are thin.
-    if "history" not in cache:
-        test_key = test.astype(np.int64)
-        near_f = window_sums(test_key, bins, f, radius)
-        near_n = window_sums(test_key, bins, ones, radius)
-        other_f = group_totals(test_key, f) - near_f
-        other_n = group_totals(test_key, ones) - near_n
-        cache["history"] = (other_f + history_strength * overall) / (other_n + history_strength)
-    history = cache["history"]
+    def __init__(
+        self,
+        test: np.ndarray,
+        bins: np.ndarray,
+        fail: np.ndarray,
+        *,
+        radius: int,
+        peer_strength: float,
+        history_strength: float,
+    ) -> None:
+        self.test, self.bins, self.fail = test, bins, fail.astype(float)
+        self.radius = radius
+        self.peer_strength, self.history_strength = peer_strength, history_strength
+        self._indexes: dict[str, WindowIndex] = {}
 
-    # The same test among the entity's peers, near in time, with the entity itself left out.
-    if f"peer_f:{peer_name}" not in cache or not peer_name:
-        peer_key = combine(peers, test)
-        cache[f"peer_f:{peer_name}"] = window_sums(peer_key, bins, f, radius)
-        cache[f"peer_n:{peer_name}"] = window_sums(peer_key, bins, ones, radius)
-    own_key = combine(peers, entity, test)
-    peer_f = cache[f"peer_f:{peer_name}"] - window_sums(own_key, bins, f, radius)
-    peer_n = cache[f"peer_n:{peer_name}"] - window_sums(own_key, bins, ones, radius)
-    probability = (peer_f + peer_strength * history) / (peer_n + peer_strength)
-    clipped: np.ndarray = np.clip(probability, 1e-6, 1 - 1e-6)
-    return clipped
+    def _index(self, name: str, *codes: np.ndarray) -> WindowIndex:
+        found = self._indexes.get(name)
+        if found is None:
+            found = self._indexes[name] = WindowIndex(combine(*codes), self.bins, self.radius)
+        return found
+
+    def expected(
+        self,
+        *,
+        entity_name: str,
+        entity: np.ndarray,
+        peer_name: str,
+        peers: np.ndarray,
+        reference: np.ndarray,
+    ) -> np.ndarray:
+        """Probability each row fails if its entity is as healthy as its peers.
+
+        `entity` and `peers` are codes per row: peers are the rows' comparison group (the pool for a
+        runner, machine or image; the whole fleet for a pool). Only `reference` rows feed the rates,
+        so executions already known to be inside a cluster do not inflate their peers' expectations.
+        """
+        ones = reference.astype(float)
+        f = self.fail * ones
+        overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
+
+        # The test's own rate at other times, over the whole fleet: the prior where peers are thin.
+        by_test = self._index("test", self.test)
+        other_f = by_test.total(f) - by_test.near(f)
+        other_n = by_test.total(ones) - by_test.near(ones)
+        history = (other_f + self.history_strength * overall) / (other_n + self.history_strength)
+
+        # The same test among the entity's peers, near in time, with the entity itself left out.
+        among_peers = self._index(f"peers:{peer_name}", peers, self.test)
+        own = self._index(f"own:{peer_name}:{entity_name}", peers, entity, self.test)
+        peer_f = among_peers.near(f) - own.near(f)
+        peer_n = among_peers.near(ones) - own.near(ones)
+        probability = (peer_f + self.peer_strength * history) / (peer_n + self.peer_strength)
+        clipped: np.ndarray = np.clip(probability, 1e-6, 1 - 1e-6)
+        return clipped

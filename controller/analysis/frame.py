@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.engine import Connection
 
 from controller.db import tables
@@ -38,6 +40,15 @@ class Codes:
 
     def name(self, code: int) -> str | None:
         return None if code < 0 else self.values[code]
+
+    def codes_of(self, values: Iterable[str | None], count: int) -> np.ndarray:
+        """The codes of many values at once: new ones interned first, then one C-level lookup each."""
+        values = list(values)
+        for value in set(values) - self.index.keys():
+            if value is not None:
+                self.code(value)
+        lookup = cast(Callable[[str | None, int], int], self.index.get)  # None is never a key: NONE
+        return np.fromiter(map(lookup, values, repeat(NONE)), np.int32, count)
 
 
 RESULT_COLUMNS = ("test", "runner", "machine", "pool", "image", "shard", "job", "run", "commit")
@@ -212,7 +223,7 @@ class Frame:
             .order_by(t.c.id)
             .limit(limit)
         )
-        rows = conn.execute(query).all()
+        rows = _fetch_plain(conn, query)
         if not rows:
             return 0
         self.last_result_id = int(rows[-1][0])
@@ -222,16 +233,15 @@ class Frame:
     def append_results(self, rows: Sequence[Sequence[Any]]) -> None:
         """Rows as (id, time_ms, outcome, ephemeral, test, runner, machine, pool, image, shard, job, run, commit)."""
         kept = [r for r in rows if r[2] != "skipped"]
-        self.time_ms = np.concatenate([self.time_ms, np.fromiter((r[1] for r in kept), np.int64, len(kept))])
+        n = len(kept)
+        self.time_ms = np.concatenate([self.time_ms, np.fromiter(map(itemgetter(1), kept), np.int64, n)])
+        failed = {"failed": True, "error": True}
         self.fail = np.concatenate(
-            [self.fail, np.fromiter((r[2] in ("failed", "error") for r in kept), bool, len(kept))]
+            [self.fail, np.fromiter(map(failed.get, map(itemgetter(2), kept), repeat(False)), bool, n)]
         )
-        self.ephemeral = np.concatenate(
-            [self.ephemeral, np.fromiter((bool(r[3]) for r in kept), bool, len(kept))]
-        )
+        self.ephemeral = np.concatenate([self.ephemeral, np.fromiter(map(itemgetter(3), kept), bool, n)])
         for offset, column in enumerate(RESULT_COLUMNS, start=4):
-            code = self.codes[column].code
-            values = np.fromiter((code(r[offset]) for r in kept), np.int32, len(kept))
+            values = self.codes[column].codes_of(map(itemgetter(offset), kept), n)
             self.cols[column] = np.concatenate([self.cols[column], values])
 
     def _load_readings(self, conn: Connection, limit: int) -> int:
@@ -294,6 +304,19 @@ class Frame:
             self.c_reading = np.concatenate([self.c_reading, arr[:, 0]])
             self.c_key = np.concatenate([self.c_key, arr[:, 1].astype(np.int32)])
             self.c_digest = np.concatenate([self.c_digest, arr[:, 2].astype(np.int32)])
+
+
+def _fetch_plain(conn: Connection, query: Select[Any]) -> list[tuple[Any, ...]]:
+    """The query's rows as plain tuples straight from the driver's cursor: at a million rows,
+    building SQLAlchemy Row objects costs more than the read itself. The query's only parameters
+    are integers (ids and a limit), so rendering them inline is safe."""
+    sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def _min(values: list[Any]) -> float:
