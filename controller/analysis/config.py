@@ -38,6 +38,9 @@ class AnalysisConfig(BaseModel):
 
     # Outages.
     outage_min_ratio: float = 3.0
+    outage_min_lost_passes: float = Field(
+        default=0.15, description="or, on a host already failing, this share of its usual passes lost"
+    )
     outage_min_share: float = Field(default=0.5, description="share of active runners that must be failing")
     outage_min_runners: int = 3
     outage_p: float = 1e-6

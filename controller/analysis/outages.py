@@ -85,9 +85,14 @@ def find_outages(
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
 
     p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
+    p_own = np.minimum(p, stats.binom.sf(observed - 1, executions, np.clip(fleet_around, 1e-9, 1)))
+    # Beyond the tests' usual rates, or (where hosts already fail a lot) beyond the fleet's own rate.
+    beyond = (observed >= config.outage_min_ratio * expect) | _beyond_own_rate(
+        observed, executions, fleet_around, config, config.outage_p
+    )
     flagged = (
-        (observed >= config.outage_min_ratio * expect)
-        & (p < config.outage_p)
+        beyond
+        & (p_own < config.outage_p)
         & (
             (
                 (failing >= config.outage_min_runners)
@@ -110,6 +115,24 @@ def find_outages(
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
+
+
+def _beyond_own_rate(
+    observed: np.ndarray,
+    executions: np.ndarray,
+    rate: np.ndarray,
+    config: AnalysisConfig,
+    p_max: float = 1e-3,
+) -> np.ndarray:
+    """Failing far beyond its own rate on either side, measured among the executions that would have
+    passed: a host already failing a quarter of its tests that fails half of them in an outage lost a
+    third of its passes. A ratio of failures cannot show that (it is capped by 1/rate); the share
+    of lost passes can, and it is what an outage takes from every host alike."""
+    n = np.maximum(executions, 1)
+    lost = (observed / n - rate) / np.maximum(1 - rate, 1e-9)
+    p = stats.binom.sf(observed - 1, executions, np.clip(rate, 1e-9, 1 - 1e-9))
+    beyond: np.ndarray = (observed >= 2) & (rate < 1) & (lost >= config.outage_min_lost_passes) & (p < p_max)
+    return beyond
 
 
 def _rate_between(
@@ -154,11 +177,10 @@ def _hosts_bursting(
     nearest = np.clip(np.searchsorted(key, centers), 0, key.size - 1)
     rate_around = around[nearest]
     active_hosts = w["n"] >= 3
-    bursting = (
-        active_hosts
-        & (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"]))
-        & (w["o"] >= 2 * rate_around * w["n"])
+    beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (
+        w["o"] >= 2 * rate_around * w["n"]
     )
+    bursting = active_hosts & (beyond_tests | _beyond_own_rate(w["o"], w["n"], rate_around, config))
     center_bin = centers % span
     position = np.searchsorted(bins, center_bin)
     known = (position < bins.size) & (bins[np.clip(position, 0, bins.size - 1)] == center_bin)
@@ -225,7 +247,28 @@ def _spans(
             start = None
         if i < bins.size and flagged[i] and start is None:
             start = i
-    return spans
+    return _merged(spans)
+
+
+def _merged(spans: list[Outage]) -> list[Outage]:
+    """One outage, not two, when a quiet gap (no job finished) splits it but the padded edges meet."""
+    merged: list[Outage] = []
+    for span in spans:
+        last = merged[-1] if merged else None
+        if last is None or span.start_ms > last.end_ms:
+            merged.append(span)
+            continue
+        merged[-1] = Outage(
+            start_ms=last.start_ms,
+            end_ms=max(last.end_ms, span.end_ms),
+            scope=last.scope,
+            failures=last.failures + span.failures,
+            executions=last.executions + span.executions,
+            expected=last.expected + span.expected,
+            runners_failing=max(last.runners_failing, span.runners_failing),
+            runners_active=max(last.runners_active, span.runners_active),
+        )
+    return merged
 
 
 def outage_mask(time_ms: np.ndarray, outages: list[Outage]) -> np.ndarray:

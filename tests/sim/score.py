@@ -27,6 +27,7 @@ class Grade:
     missed_sick: set[tuple[str, str]] = field(default_factory=set)
     wrong_dimension: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     missed_outages: int = 0
+    false_outages: int = 0
     false_flaky: set[str] = field(default_factory=set)
     missed_flaky: set[str] = field(default_factory=set)
     flaky_called: int = 0
@@ -37,6 +38,7 @@ class Grade:
             or self.missed_sick
             or self.wrong_dimension
             or self.missed_outages
+            or self.false_outages
             or self.false_flaky
             or self.missed_flaky
         )
@@ -56,14 +58,15 @@ def grade(fleet: Fleet, analysis: Analysis) -> Grade:
         want, got = truth.sick_dimension[key], called[key]["dimension"]
         if want != got and want != "unknown":
             g.wrong_dimension[key] = (want, got)
-    for start, end in truth.outages:
-        s, e = to_ms(start), to_ms(end)
-        found = [
-            (to_ms(datetime.fromisoformat(o["start"])), to_ms(datetime.fromisoformat(o["end"])))
-            for o in analysis.outages
-        ]
+    found = [
+        (to_ms(datetime.fromisoformat(o["start"])), to_ms(datetime.fromisoformat(o["end"])))
+        for o in analysis.outages
+    ]
+    real = [(to_ms(start), to_ms(end)) for start, end in truth.outages]
+    for s, e in real:
         if not any(a <= e and b >= s for a, b in found):
             g.missed_outages += 1
+    g.false_outages = sum(1 for a, b in found if not any(a <= e and b >= s for s, e in real))
     flaky = {t["test_id"] for t in analysis.tests if t["verdict"] == "flaky"}
     g.flaky_called = len(flaky)
     g.false_flaky = flaky - truth.flaky_tests
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{status} {name:14} seed {seed}: sick {len(fleet.truth.sick)} "
                 f"fp {sorted(g.false_sick)} fn {sorted(g.missed_sick)} dim {g.wrong_dimension} "
-                f"outages missed {g.missed_outages}/{len(fleet.truth.outages)} "
+                f"outages missed {g.missed_outages}/{len(fleet.truth.outages)} false {g.false_outages} "
                 f"flaky {g.flaky_called} (fp {len(g.false_flaky)} fn {len(g.missed_flaky)}) [{took:.0f}s]",
                 flush=True,
             )
