@@ -8,7 +8,7 @@ healthy host is never blamed for running a sick image.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -47,7 +47,7 @@ def find_clusters(
     baseline = _Rates(frame, usable, bins, config)
 
     # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
-    # them together. A first pass finds the obvious clusters; the second judges everyone again against
+    # them together. A first pass finds the obvious clusters; the next judges everyone again against
     # peers with those clusters' executions left out of the rates, so a fleet with several sick
     # entities does not raise everyone's expectations and hide the next one.
     first, p_values, tested = _all_levels(levels, baseline, frame, usable, usable, bins, config)
@@ -55,18 +55,29 @@ def find_clusters(
     # Kept out of the reference is anything clearly elevated, not only a full cluster: when half a
     # pool is sick at once, each sick runner's peers are half sick too, so against them it shows
     # twice the expected failures, never three times, until the other is left out.
+    # Repeated until nothing more is left out: with two of three runners sick, the first pass sees
+    # only the worse one (its peers are half sick); once it is left out the other stands out.
     suspicious = config.model_copy(update={"min_ratio": config.reference_exclusion_ratio})
     contaminated = np.zeros(frame.size, bool)
-    for name in LEVELS:
-        segments, expected = first[name]
-        for segment in segments:
-            breadth(segment, test, job, fail, expected)
-            if is_cluster(segment, cutoff, suspicious):
-                contaminated |= _stretch(frame, levels[name], segment, bins)
-    reference = usable & ~contaminated
-    if contaminated.any():
-        first, p_values, tested = _all_levels(levels, baseline, frame, usable, reference, bins, config)
+    for _round in range(config.reference_exclusion_rounds):
+        grown = contaminated.copy()
+        for name in LEVELS:
+            segments, expected = first[name]
+            for segment in _one_per_entity(segments, fail, expected):
+                # Judged on what earlier rounds did not leave out already: an image whose excess is
+                # all on the runners left out so far is not elevated itself.
+                segment = _without(segment, contaminated, fail, expected)
+                breadth(segment, test, job, fail, expected)
+                if is_cluster(segment, cutoff, suspicious):
+                    grown |= _stretch(frame, levels[name], segment, bins)
+        if not (grown & ~contaminated).any():
+            break
+        contaminated = grown
+        first, p_values, tested = _all_levels(
+            levels, baseline, frame, usable, usable & ~contaminated, bins, config
+        )
         cutoff = bh_cutoff(p_values, tested, config.fdr_q)
+    reference = usable & ~contaminated
 
     clusters: list[Cluster] = []
     explained = np.zeros(frame.size, bool)
@@ -113,6 +124,55 @@ def _all_levels(
         p_values += [s.p_adjusted for s in segments]
         tested += count
     return found, p_values, tested
+
+
+def _one_per_entity(segments: list[Segment], fail: np.ndarray, expected: np.ndarray) -> list[Segment]:
+    """An entity's segments as one: with few jobs, a runner failing twice as much as its peers is
+    cut into several short stretches by the jobs between that happened to pass, and none of them
+    alone is broad enough to leave out of the peers."""
+    by_entity: dict[int, list[Segment]] = {}
+    for segment in segments:
+        by_entity.setdefault(segment.entity, []).append(segment)
+    merged = []
+    for parts in by_entity.values():
+        if len(parts) == 1:
+            merged.append(parts[0])
+            continue
+        rows = np.sort(np.concatenate([part.rows for part in parts]))
+        failures, expect = int(fail[rows].sum()), float(expected[rows].sum())
+        p = exact_p(failures, rows.size, expect)
+        merged.append(
+            replace(
+                parts[0],
+                rows=rows,
+                first_bin=min(part.first_bin for part in parts),
+                last_bin=max(part.last_bin for part in parts),
+                failures=failures,
+                executions=int(rows.size),
+                expected=expect,
+                p_value=p,
+                p_adjusted=min(1.0, p * parts[0].bins_tested),
+            )
+        )
+    return merged
+
+
+def _without(segment: Segment, left_out: np.ndarray, fail: np.ndarray, expected: np.ndarray) -> Segment:
+    """The segment's numbers over its rows not yet `left_out`."""
+    if not left_out[segment.rows].any():
+        return segment
+    rows = segment.rows[~left_out[segment.rows]]
+    failures, expect = int(fail[rows].sum()), float(expected[rows].sum())
+    p = exact_p(failures, rows.size, expect)
+    return replace(
+        segment,
+        rows=rows,
+        failures=failures,
+        executions=int(rows.size),
+        expected=expect,
+        p_value=p,
+        p_adjusted=min(1.0, p * segment.bins_tested),
+    )
 
 
 class _Rates:

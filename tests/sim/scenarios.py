@@ -188,6 +188,23 @@ def storm() -> Scenario:
     )
 
 
+def fresh_pair() -> Scenario:
+    """Three workers, two sick from the first hour on: no healthy history, and each sick worker's only
+    peers are one sick and one healthy worker."""
+    base = Scenario(
+        pools=(PoolSpec("workers", 3, shards=3, provider="buildbot", caches=("ccache",)),),
+        duration_days=0.25,
+        jobs_per_runner_per_hour=3.0,
+    )
+    return replace(
+        base,
+        events=(
+            SickRunner("workers-01", "disk", onset=_h(0.1)),
+            SickRunner("workers-02", "memory", onset=_h(0.1)),
+        ),
+    )
+
+
 def red_herrings() -> Scenario:
     """Nothing sick, everything suspicious: bad readings without failures, a test failing on one runner,
     a hard static shard, a resource-sensitive test on a pressured runner, a co-failing flaky cluster."""
@@ -265,6 +282,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "kitchen_sink": kitchen_sink,
     "quiet_fleet": quiet_fleet,
     "storm": storm,
+    "fresh_pair": fresh_pair,
     "red_herrings": red_herrings,
     "slow_drift": slow_drift,
     "bad_rollout": bad_rollout,

@@ -15,6 +15,7 @@ from tests.sim import Fleet, simulate
 from tests.sim.scenarios import (
     bad_rollout,
     ephemeral_host,
+    fresh_pair,
     kitchen_sink,
     quiet_fleet,
     red_herrings,
@@ -148,6 +149,16 @@ def test_storm_two_sick_workers_are_two_problems_and_the_outage_blames_no_one(se
     assert len(analysis.outages) == 1
     found = analysis.outages[0]
     assert to_ms_text(found["start"]) <= to_ms(end) and to_ms_text(found["end"]) >= to_ms(start)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_of_three_sick_from_the_start_are_both_found(seed: int) -> None:
+    # Each sick worker's peers are half sick: against them its excess is only about twice. Leaving
+    # the worse one out of the peers shows the other; leaving that one out too shows both clearly.
+    fleet = simulate(fresh_pair(), seed=seed)
+    analysis = analyse(frame_of(fleet))
+    called = {(i["kind"], i["entity"]): (i["state"], i["dimension"]) for i in analysis.incidents}
+    assert called == {k: ("sick", fleet.truth.sick_dimension[k]) for k in fleet.truth.sick}
 
 
 @pytest.mark.parametrize("seed", [2, 5], ids=["seed-2", "seed-5"])
