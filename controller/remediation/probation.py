@@ -191,12 +191,18 @@ class Probations:
             with self.engine.connect() as conn:
                 state = store.state_of(conn, row.runner_id)
             if state != store.PROBATION:
-                self._close(row, "ended", "probation ended: the runner's state changed outside the loop")
+                detail = "probation ended: the runner's state changed outside the loop"
+                self._close(row, "ended", detail, active=False)
+                continue
+            policy = self.policy_of(row.runner_id)
+            if policy.mode != "auto":
+                # Only auto acts: a pool switched to observe or approve keeps the runner where it is.
+                detail = f"probation ended: the pool's mode is now {policy.mode}; it stays in rotation"
+                self._close(row, "ended", detail, active=True)
                 continue
             if row.state == "failing":
                 self._recordon(row, str(row.outcome))  # judged before; its re-cordon is still due
                 continue
-            policy = self.policy_of(row.runner_id)
             with self.engine.connect() as conn:
                 jobs = store.probe_results(conn, row.runner_id, row.started_ms)
             verdict = judge(jobs, policy, (now - row.started_ms) / 1000, self._new_verdict(row, incidents))
@@ -204,7 +210,7 @@ class Probations:
             if verdict.outcome == "failed":
                 self._fail(row, verdict)
             elif verdict.outcome in ("passed", "idle"):
-                self._close(row, verdict.outcome, verdict.detail)
+                self._close(row, verdict.outcome, verdict.detail, active=True)
 
     def _record(self, row: Any, jobs: dict[str, list[str]], verdict: Verdict, policy: Policy) -> None:
         seen: dict[str, list[str]] = json.loads(row.jobs)
@@ -284,8 +290,12 @@ class Probations:
             "mode": "auto",
         }
         if not room.leaves_enough:
-            self.actions.note(f"refused:{key}", "cordon", "refused", detail=room.explain(), **fields)
-            self._close(row, "failed", f"{outcome}; not re-cordoned: {room.explain()}")
+            why = (
+                f"not re-cordoned: pool {room.pool} would have fewer than {room.min_active} runners in "
+                f"rotation ({room.out_of_rotation} of {room.size} out already); it stays in rotation"
+            )
+            self.actions.note(f"refused:{key}", "cordon", "refused", detail=why, **fields)
+            self._close(row, "failed", f"{outcome}; {why}", active=True)
             return
 
         def end(conn: Any) -> None:
@@ -313,11 +323,12 @@ class Probations:
         outcome: str,
         detail: str,
         *,
+        active: bool,
         actor: str = CONTROLLER,
         actions: Actions | None = None,
     ) -> None:
-        """End a probation: `passed`, `idle`, `passed-by-operator` or a failed one left in rotation give
-        the runner back (active); `ended` means someone else holds or released it already."""
+        """End a probation; `active`: the runner is in rotation and the controller's no more, else
+        someone else holds or released it already."""
         (actions or self.actions).note(
             f"probation-{outcome}:{row.id}",
             "probation",
@@ -329,7 +340,7 @@ class Probations:
             detail=detail,
         )
         with self.engine.begin() as conn:
-            store.end_probation(conn, row.id, row.runner_id, outcome, detail, active=outcome != "ended")
+            store.end_probation(conn, row.id, row.runner_id, outcome, detail, active=active)
 
     # -- operators ------------------------------------------------------------------------------------
 
@@ -339,7 +350,7 @@ class Probations:
 
     def passed_by_operator(self, row: Any, actor: str, actions: Actions) -> Result:
         detail = f"probation ended: passed by operator {actor}"
-        self._close(row, "passed-by-operator", detail, actor=actor, actions=actions)
+        self._close(row, "passed-by-operator", detail, active=True, actor=actor, actions=actions)
         return Result("uncordoned", detail)
 
     def ended_by_cordon(self, row: Any, actor: str, actions: Actions) -> None:

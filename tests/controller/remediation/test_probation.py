@@ -309,6 +309,30 @@ def test_a_failed_probes_re_cordon_fails_closed_while_the_provider_is_down(world
     assert world.probations()[0][0] == "failed"
 
 
+def test_a_failed_probe_never_empties_the_pool(world: World) -> None:
+    on_probation(world)
+    world.set_policy(min_active=9, recovery_dwell_s=60)  # ten runners: one more out leaves eight
+    world.rem.cordon("r2", "alice", "new disk", None, dry_run=False)
+    world.job("p1", failed=3)
+    world.tick()
+    assert "r1" not in world.provider.paused and world.state() == "active"
+    assert world.probations()[0][0] == "failed"
+    (refused,) = [d for k, s, d in world.audit("cordon") if s == "refused"]
+    assert str(refused).startswith("not re-cordoned: pool linux would have fewer than 9 runners in rotation")
+
+
+def test_a_pool_switched_out_of_auto_ends_the_probation_in_rotation(world: World) -> None:
+    on_probation(world)
+    world.set_policy(mode="observe")
+    world.job("p1", failed=5)
+    world.tick()
+    assert world.state() == "active" and "r1" not in world.provider.paused
+    assert world.probations()[0] == (
+        "ended",
+        "probation ended: the pool's mode is now observe; it stays in rotation",
+    )
+
+
 def test_silent_readings_are_not_healthy_ones(world: World) -> None:
     with world.engine.begin() as conn:
         conn.execute(
