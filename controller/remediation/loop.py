@@ -387,5 +387,8 @@ class Remediator(OperatorEntryPoints):
                     runner_id=runner,
                     incident_id=row.incident_id,
                     mode=policy.mode,
-                    detail=f"healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl uncordon {runner}`",
+                    detail=(
+                        f"readings healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl "
+                        f"uncordon {runner}` (with --force while the incident it was cordoned for is open)"
+                    ),
                 )

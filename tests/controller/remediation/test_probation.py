@@ -333,6 +333,17 @@ def test_a_pool_switched_out_of_auto_ends_the_probation_in_rotation(world: World
     )
 
 
+def test_without_auto_uncordon_the_dwell_only_says_an_operator_may(world: World) -> None:
+    world.set_policy(auto_uncordon=False)
+    world.health["r1"] = dict(READINGS_FINE)
+    world.tick()
+    world.tick()
+    assert world.provider.count("uncordon") == 0 and world.state() == "draining"
+    ((key, status, detail),) = world.audit("uncordon")
+    assert (key, status) == ("recoverable:inc-r1:r1", "skipped")
+    assert "an operator may `runnerctl uncordon r1` (with --force" in str(detail)
+
+
 def test_silent_readings_are_not_healthy_ones(world: World) -> None:
     with world.engine.begin() as conn:
         conn.execute(
