@@ -57,6 +57,8 @@ class RunnerView(_Response):
     failures: int = 0
     health: Health = Field(default_factory=Health)
     cordon: dict[str, Any] | None = None
+    # Back in rotation on trial after the controller's cordon: its next jobs decide (remediation.md).
+    probation: dict[str, Any] | None = None
     last_readings: list[dict[str, Any]] = Field(default_factory=list)
 
 

@@ -41,7 +41,7 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
             data["health"]["health"]
             + (f" ({data['health']['dimension']})" if data["health"].get("dimension") else ""),
         ),
-        ("Cordoned", _cordon(data.get("cordon"))),
+        ("Cordoned", _cordon(data.get("cordon"), data.get("probation"))),
         ("Executions", f"{data['executions']} ({data['failures']} failed)"),
         ("First seen", data.get("first_seen")),
         ("Last seen", data.get("last_seen")),
@@ -61,7 +61,12 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
         stdout.print(clean(line), markup=False)
 
 
-def _cordon(cordon: dict[str, Any] | None) -> str:
+def _cordon(cordon: dict[str, Any] | None, probation: dict[str, Any] | None) -> str:
+    if probation:
+        return (
+            f"no, on probation since {probation['since']}: "
+            f"{len(probation['passed_jobs'])} of {probation['probe_jobs']} probe jobs passed"
+        )
     if not cordon:
         return "no"
     return f"yes, by {cordon.get('by')} at {cordon.get('at')}: {cordon.get('reason')}"

@@ -59,8 +59,10 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
     for warning in health.get("warnings") or []:
         _line(f"Warning:   {warning}")
     cordon = data.get("cordon")
+    on_probation = bool((data.get("remediation") or {}).get("probation"))
     _line(
         f"Cordoned:  {'yes, by ' + str(cordon.get('by')) + ': ' + str(cordon.get('reason')) if cordon else 'no'}"
+        + (" (on probation)" if on_probation else "")
     )
     _line(f"As of:     {data['as_of']}")
     for incident in data["incidents"]:
@@ -132,6 +134,16 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
     provider = remediation.get("provider") or {}
     if provider.get("cordon_limits"):
         _line(f"  cordon via {provider['name']}: {provider['cordon_limits']}")
+    probation = remediation.get("probation")
+    if probation:
+        _line(
+            f"  probation: since {probation['since']} ({probation['state']}), "
+            f"{len(probation['passed_jobs'])} of {probation['probe_jobs']} probe jobs passed"
+            + "".join(
+                f"; job {job} failed {len(tests)} test(s)" for job, tests in probation["failed_jobs"].items()
+            )
+            + f"; ends idle at {probation['ends_idle_at']}"
+        )
     for rerun in remediation.get("reruns") or []:
         _line(
             f"  rerun: job {rerun['job']} as {rerun['rerun_as'] or '-'}: {rerun['state']} ({rerun['incident']})"

@@ -57,7 +57,7 @@ RUNNER_COLUMNS = (
     Column("pool", lambda r: r["identity"].get("pool")),
     Column("health", lambda r: r["health"]["health"]),
     Column("dimension", lambda r: r["health"].get("dimension")),
-    Column("cordoned", lambda r: "yes" if r.get("cordon") else "no"),
+    Column("cordoned", lambda r: "yes" if r.get("cordon") else "probation" if r.get("probation") else "no"),
     Column("failures", lambda r: f"{r['failures']}/{r['executions']}"),
     Column("last-seen", lambda r: r.get("last_seen")),
     Column("machine", lambda r: r["identity"].get("machine"), wide_only=True),

@@ -141,6 +141,7 @@ def remediation_of(request: Request, runner_id: str) -> dict[str, Any]:
         "budget": rem.budget(pool).as_dict(),
         "actions": decisions,
         "reruns": reruns,
+        "probation": rem.probations.view(runner_id),
         # What a cordon can and cannot do through this runner's provider (GitHub has no pause).
         "provider": None
         if provider is None

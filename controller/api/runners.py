@@ -80,6 +80,7 @@ def view(
         failures=counts[1],
         health=health,
         cordon=request.app.state.cordon_of(row.id),
+        probation=request.app.state.remediator.probations.view(row.id),
         last_readings=last_readings(conn, row.id) if with_readings else [],
     )
 

@@ -270,3 +270,24 @@ provider_memory = Table(
     Column("data", Text, nullable=False),
     Column("updated_ms", BigInteger, nullable=False),
 )
+
+# -- probation (0007) --------------------------------------------------------------------------------
+
+# A runner the controller uncordoned after its dwell, on trial until its next jobs pass: one row per
+# probation, kept after it ends. `jobs` is what the last look saw (job id -> its failed tests);
+# `known_incidents` the runner's open incidents when it began, so only a new verdict fails it.
+probations = Table(
+    "probations",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("runner_id", String(200), nullable=False),
+    Column("incident_id", String(40)),
+    Column("state", String(20), nullable=False),  # running | passed | failed | idle | ended
+    Column("started_ms", BigInteger, nullable=False),
+    Column("known_incidents", Text, nullable=False),
+    Column("jobs", Text, nullable=False),
+    Column("outcome", Text),
+    Column("ended_ms", BigInteger),
+    Column("updated_ms", BigInteger, nullable=False),
+    Index("ix_probations_runner", "runner_id"),
+)

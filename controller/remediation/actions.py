@@ -24,6 +24,12 @@ log = logging.getLogger(__name__)
 CONTROLLER = "runner-controller"
 # Written into the provider's pause reason, so a pause seen there can be told from a person's.
 MARK = "runnerctl:"
+# What else a step records in the transaction that stores its outcome.
+StoreStep = Callable[[Connection], None]
+
+
+def _nothing(_conn: Connection) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,9 @@ class Actions:
         incident_id: str | None = None,
         expires_ms: int | None = None,
         budget_note: str = "",
+        then: StoreStep | None = None,
     ) -> Result:
+        """`then` runs in the transaction that records the cordon (a probation it ends, say)."""
         result = self._cordon(
             runner,
             key=key,
@@ -107,6 +115,7 @@ class Actions:
             incident_id=incident_id,
             expires_ms=expires_ms,
             budget_note=budget_note,
+            then=then or _nothing,
         )
         return self.counted("cordon", actor, result)
 
@@ -122,6 +131,7 @@ class Actions:
         incident_id: str | None,
         expires_ms: int | None,
         budget_note: str,
+        then: StoreStep,
     ) -> Result:
         provider = self.provider_for(runner)
         if provider is None:
@@ -145,6 +155,7 @@ class Actions:
                     incident_id=incident_id,
                     expires_ms=expires_ms,
                 )
+                then(conn)
             audit.finish(
                 self.engine, entry.id, "done", "recorded only: no provider configured for this runner"
             )
@@ -178,6 +189,7 @@ class Actions:
                     reason=state.reason or "paused in the provider",
                     incident_id=incident_id,
                 )
+                then(conn)
             audit.finish(
                 self.engine, entry.id, "skipped", f"already paused in {provider.NAME}: {state.reason}"
             )
@@ -199,6 +211,7 @@ class Actions:
                 incident_id=incident_id,
                 expires_ms=expires_ms,
             )
+            then(conn)
         self.succeeded(key)
         done = (
             "paused in the provider" if not state.cordoned else "completed after a restart (already paused)"
@@ -206,14 +219,48 @@ class Actions:
         audit.finish(self.engine, entry.id, "done", "; ".join(x for x in (done, budget_note) if x))
         return Result("cordoned", done)
 
-    def uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
-        return self.counted(
-            "uncordon", actor, self._uncordon(runner, key=key, actor=actor, reason=reason, mode=mode)
+    def uncordon(
+        self,
+        runner: str,
+        *,
+        key: str,
+        actor: str,
+        reason: str,
+        mode: str | None,
+        incident_id: str | None = None,
+        then: StoreStep | None = None,
+        done_note: str = "",
+    ) -> Result:
+        """`then` records the runner's new state once the provider has unpaused it (default: active),
+        in one transaction; `done_note` is added to the audit entry's detail."""
+        result = self._uncordon(
+            runner,
+            key=key,
+            actor=actor,
+            reason=reason,
+            mode=mode,
+            incident_id=incident_id,
+            then=then or (lambda conn: store.set_active(conn, runner)),
+            done_note=done_note,
         )
+        return self.counted("uncordon", actor, result)
 
-    def _uncordon(self, runner: str, *, key: str, actor: str, reason: str, mode: str | None) -> Result:
+    def _uncordon(
+        self,
+        runner: str,
+        *,
+        key: str,
+        actor: str,
+        reason: str,
+        mode: str | None,
+        incident_id: str | None,
+        then: StoreStep,
+        done_note: str,
+    ) -> Result:
         provider = self.provider_for(runner)
-        entry = self.begin(key, "uncordon", actor=actor, runner_id=runner, mode=mode, reason=reason)
+        entry = self.begin(
+            key, "uncordon", actor=actor, runner_id=runner, incident_id=incident_id, mode=mode, reason=reason
+        )
         if provider is not None:
             try:
                 provider.uncordon(runner)
@@ -222,12 +269,11 @@ class Actions:
                 audit.finish(self.engine, entry.id, "failed", detail)
                 return Result("failed", detail, ok=False)
         with self.engine.begin() as conn:
-            store.set_active(conn, runner)
+            then(conn)
         self.succeeded(key)
-        audit.finish(
-            self.engine, entry.id, "done", "unpaused in the provider" if provider else "record cleared"
-        )
-        return Result("uncordoned")
+        done = "unpaused in the provider" if provider else "record cleared"
+        audit.finish(self.engine, entry.id, "done", "; ".join(x for x in (done, done_note) if x))
+        return Result("uncordoned", done_note)
 
     # -- reruns ---------------------------------------------------------------------------------------
 

@@ -102,6 +102,13 @@ def status_of(conn: Connection, key: str) -> str | None:
     return None if found is None else str(found)
 
 
+def intended(conn: Connection, key_prefix: str) -> list[Any]:
+    """Entries under keys starting with `key_prefix` still `intended`: attempts a crash interrupted."""
+    t = tables.actions
+    query = select(t).where(t.c.key.startswith(key_prefix, autoescape=True), t.c.status == "intended")
+    return list(conn.execute(query.order_by(t.c.id)))
+
+
 def listing(
     conn: Connection,
     *,

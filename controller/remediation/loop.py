@@ -3,7 +3,8 @@
 Each pass reads the latest analysis, and for every *sick* runner (or a sick machine's persistent
 runners), per its pool's policy: observe (say what it would do), approve (list it as a candidate for
 `runnerctl drain`) or auto (cordon within the budget, then rerun its failed jobs elsewhere). It watches
-the reruns, records a flake clearance when they all pass, and undoes only its own cordons.
+the reruns, records a flake clearance when they all pass, and undoes only its own cordons: once the
+runner's readings have been healthy for the dwell, on probation (probation.py) until its next jobs pass.
 
 With several replicas only the leader runs passes (controller/leadership.py), and every audit entry it
 writes is fenced by its lease. A replica that becomes leader first settles what the last one left in
@@ -19,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from controller.analysis.config import AnalysisConfig
 from controller.errors import ProviderError
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
@@ -29,10 +31,14 @@ from controller.remediation.actions import CONTROLLER, MARK, Actions
 from controller.remediation.audit import now_ms
 from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
+from controller.remediation.probation import Probations
 from controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
 ACTING_KINDS = ("runner", "machine")
+# A held runner's readings count as healthy only while its agent reports: silence is not health. The
+# analysis lets a reading speak for this long too.
+READINGS_FRESH_MS = AnalysisConfig().reading_stale_s * 1000
 
 
 class Remediator(OperatorEntryPoints):
@@ -57,6 +63,13 @@ class Remediator(OperatorEntryPoints):
             engine, self.provider_for, fence=leadership.fence if leadership else None, metrics=self.metrics
         )
         self.operator_actions = Actions(engine, self.provider_for, metrics=self.metrics)
+        self.probations = Probations(
+            engine,
+            self.actions,
+            incidents,
+            policy_of=lambda runner: self.policy(self.pool_of(runner)),
+            budget_of=lambda runner: self.budget(self.pool_of(runner)),
+        )
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
@@ -84,10 +97,12 @@ class Remediator(OperatorEntryPoints):
         with self.engine.connect() as conn:
             known = store.runners(conn)
             held = store.out_of_rotation(conn)
+        on_probation = self.probations.runners()
         members = {rid for rid, row in known.items() if row.pool == pool and not row.ephemeral}
-        mine = sum(1 for rid in members if rid in held and held[rid].source == "controller")
+        trying = sum(1 for rid in members if rid in on_probation)
+        mine = sum(1 for rid in members if rid in held and held[rid].source == "controller") + trying
         out = sum(1 for rid in members if rid in held)
-        return budget(pool or "<none>", len(members), mine, out, self.policy(pool))
+        return budget(pool or "<none>", len(members), mine, out, self.policy(pool), trying)
 
     def targets(self) -> list[tuple[dict[str, Any], str]]:
         """(incident, runner) for every runner a sick runner/machine incident points at, oldest first."""
@@ -108,6 +123,7 @@ class Remediator(OperatorEntryPoints):
     def start(self, interval_s: float) -> None:
         if self.leadership is None:  # the only replica: what a crash left in flight is settled now
             self.actions.recover_interrupted()
+            self.probations.recover_interrupted()
         self._periodic.start(interval_s)
 
     def stop(self) -> None:
@@ -122,6 +138,7 @@ class Remediator(OperatorEntryPoints):
             return False
         if term != self.led_term:
             self.actions.recover_interrupted()
+            self.probations.recover_interrupted()
             self.healthy_since.clear()  # kept in memory: the dwell restarts with the new leader
             self.led_term = term
         return True
@@ -136,13 +153,17 @@ class Remediator(OperatorEntryPoints):
             self.actions.watch_reruns()
             self._mark_drained()
             self.actions.clear_flakes(incidents)
+            # Before the targets: a probation a new verdict fails is re-cordoned here, not judged afresh.
+            self.probations.watch()
             targets = self.targets()
             if targets and self._storm(targets):
                 return
+            on_probation = self.probations.runners()
             for incident, runner in targets:
-                self._consider(incident, runner)
+                if runner not in on_probation:
+                    self._consider(incident, runner)
             self._candidates_for_approval()
-            self._recover(targets)
+            self._recover()
 
     def _storm(self, targets: list[tuple[dict[str, Any], str]]) -> bool:
         with self.engine.connect() as conn:
@@ -327,17 +348,27 @@ class Remediator(OperatorEntryPoints):
             except ProviderError as error:
                 log.warning("could not renew the cordon of %s: %s", runner, error)
 
-    def _recover(self, targets: list[tuple[dict[str, Any], str]]) -> None:
-        """Own cordons of runners healthy again: after the dwell, uncordon (auto_uncordon) or say so."""
-        sick = {runner for _i, runner in targets}
+    def readings_healthy(self, runner: str, now: int) -> bool:
+        """Its latest readings show no pressure and its agent still reports. Not the verdict: a held runner
+        runs no jobs, so its incident cannot resolve until it is back in rotation (the probation)."""
+        if self.health(runner).get("warnings"):
+            return False
+        with self.engine.connect() as conn:
+            reported = store.last_report_ms(conn, runner)
+        return reported is not None and now - reported <= READINGS_FRESH_MS
+
+    def _recover(self) -> None:
+        """Own cordons of runners healthy again: after the dwell, uncordon on probation (auto_uncordon)
+        or say an operator may."""
         now = now_ms()
         with self.engine.connect() as conn:
             mine = {
                 rid: row for rid, row in store.out_of_rotation(conn).items() if row.source == "controller"
             }
+        for runner in set(self.healthy_since) - set(mine):
+            del self.healthy_since[runner]  # back in rotation: a later cordon's dwell starts afresh
         for runner, row in mine.items():
-            healthy = runner not in sick and self.health(runner).get("health", "healthy") == "healthy"
-            if not healthy:
+            if not self.readings_healthy(runner, now):
                 self.healthy_since.pop(runner, None)
                 continue
             since = self.healthy_since.setdefault(runner, now)
@@ -345,14 +376,8 @@ class Remediator(OperatorEntryPoints):
             if now - since < policy.recovery_dwell_s * 1000:
                 continue
             if policy.mode == "auto" and policy.auto_uncordon:
-                # No probe job: a passing probe before uncordoning is not implemented yet.
-                self.actions.uncordon(
-                    runner,
-                    key=f"recover:{row.incident_id}:{runner}",
-                    actor=CONTROLLER,
-                    mode="auto",
-                    reason=f"readings healthy for {policy.recovery_dwell_s:.0f} s (no probe job)",
-                )
+                if self.probations.start(runner, row.incident_id, policy, policy.recovery_dwell_s).ok:
+                    del self.healthy_since[runner]  # a failed probe re-cordons it: its dwell starts over
             else:
                 self.actions.note(
                     f"recoverable:{row.incident_id}:{runner}",
@@ -362,5 +387,8 @@ class Remediator(OperatorEntryPoints):
                     runner_id=runner,
                     incident_id=row.incident_id,
                     mode=policy.mode,
-                    detail=f"healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl uncordon {runner}`",
+                    detail=(
+                        f"readings healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl "
+                        f"uncordon {runner}` (with --force while the incident it was cordoned for is open)"
+                    ),
                 )

@@ -10,12 +10,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from controller.remediation import store
 from controller.remediation.actions import Actions, Result
 from controller.remediation.audit import now_ms
 from controller.remediation.policy import Budget, Policy
+from controller.remediation.probation import Probations
 
 
 class OperatorEntryPoints:
@@ -24,6 +25,7 @@ class OperatorEntryPoints:
     # Unfenced: an operator's request is served by whichever replica receives it, leader or not; its
     # idempotency keys, not the lease, keep it from repeating.
     operator_actions: Actions
+    probations: Probations
     incidents: Callable[[], list[dict[str, Any]]]
     health: Callable[[str], dict[str, Any]]
 
@@ -59,6 +61,13 @@ class OperatorEntryPoints:
                 return Result("already cordoned", f"by {held['by']}: {held['reason']}"), room.as_dict()
             if dry_run:
                 return Result("cordoned", "dry run: nothing changed"), room.as_dict()
+            probation = self.probations.open_of(runner)
+
+            def end_probation(conn: Connection) -> None:
+                if probation is not None:  # the cordon is theirs now: the probation ends with it
+                    why = f"cordoned by {actor}; the cordon is theirs"
+                    store.end_probation(conn, probation.id, runner, "ended", why, active=False)
+
             # A person's cordon is theirs to take: the budget binds the controller, not operators.
             result = self.operator_actions.cordon(
                 runner,
@@ -68,13 +77,22 @@ class OperatorEntryPoints:
                 reason=reason,
                 mode=None,
                 expires_ms=expires_ms,
+                then=end_probation,
             )
+            if result.ok and probation is not None:
+                self.probations.ended_by_cordon(probation, actor, self.operator_actions)
             return result, room.as_dict()
 
     def uncordon(self, runner: str, actor: str, dry_run: bool, force: bool) -> Result:
         with self.lock:
             with self.engine.connect() as conn:
                 held = store.cordon_of(conn, runner)
+            probation = self.probations.open_of(runner) if held is None else None
+            if probation is not None:
+                if dry_run:
+                    return Result("uncordoned", "dry run: nothing changed")
+                # Already in rotation: the operator's word ends the trial, as if its probe had passed.
+                return self.probations.passed_by_operator(probation, actor, self.operator_actions)
             if held is None:
                 return Result("already uncordoned")
             health = self.health(runner)

@@ -25,7 +25,15 @@ class Policy(BaseModel):
     max_reruns_per_job: int = Field(default=1, ge=0)
     recovery_dwell_s: float = Field(default=1800, ge=0, description="healthy this long before uncordon")
     auto_uncordon: bool = Field(
-        default=False, description="in auto mode, uncordon after the dwell without an operator"
+        default=False, description="in auto mode, uncordon on probation after the dwell without an operator"
+    )
+    # Probation (probation.py): the runner's next jobs are the probe job most providers cannot pin.
+    probe_jobs: int = Field(default=2, ge=1, description="jobs that must pass on it to end its probation")
+    probe_fail_tests: int = Field(
+        default=3, ge=1, description="distinct failed tests in one probe job that re-cordon it (breadth)"
+    )
+    probe_timeout_s: float = Field(
+        default=3600, gt=0, description="a probation that sees too few jobs this long ends idle"
     )
 
 
@@ -44,19 +52,28 @@ class Budget:
     by_controller: int  # runners the controller holds cordoned now
     out_of_rotation: int  # cordoned by anyone
     min_active: int
+    # Of `by_controller`: runners back in rotation on probation. Each keeps its slot until the probation
+    # ends, so re-cordoning one whose probe failed never waits for room.
+    on_probation: int = 0
 
     @property
     def allows(self) -> bool:
-        return self.by_controller < self.limit and self.size - self.out_of_rotation - 1 >= self.min_active
+        return self.by_controller < self.limit and self.leaves_enough
+
+    @property
+    def leaves_enough(self) -> bool:
+        """Whether one more runner out of rotation still leaves `min_active` in it."""
+        return self.size - self.out_of_rotation - 1 >= self.min_active
 
     def explain(self) -> str:
+        probation = f" ({self.on_probation} on probation)" if self.on_probation else ""
         head = (
-            f"pool {self.pool}: {self.by_controller} of {self.limit} controller cordons in use, "
+            f"pool {self.pool}: {self.by_controller} of {self.limit} controller cordons in use{probation}, "
             f"{self.out_of_rotation} of {self.size} runners out of rotation"
         )
         if self.by_controller >= self.limit:
             return f"{head}; budget exhausted (max(1, {self.limit}) at once)"
-        if self.size - self.out_of_rotation - 1 < self.min_active:
+        if not self.leaves_enough:
             return f"{head}; cordoning one more would leave fewer than {self.min_active} in rotation"
         return f"{head}; one more allowed"
 
@@ -67,14 +84,17 @@ class Budget:
             "limit": self.limit,
             "cordoned_by_controller": self.by_controller,
             "out_of_rotation": self.out_of_rotation,
+            "on_probation": self.on_probation,
             "allows_one_more": self.allows,
             "explanation": self.explain(),
         }
 
 
-def budget(pool: str, size: int, by_controller: int, out_of_rotation: int, policy: Policy) -> Budget:
+def budget(
+    pool: str, size: int, by_controller: int, out_of_rotation: int, policy: Policy, on_probation: int = 0
+) -> Budget:
     limit = max(1, min(policy.budget_count, math.floor(size * policy.budget_ratio)))
-    return Budget(pool, size, limit, by_controller, out_of_rotation, policy.min_active)
+    return Budget(pool, size, limit, by_controller, out_of_rotation, policy.min_active, on_probation)
 
 
 def is_storm(fleet_size: int, sick: int, ratio: float, min_runners: int) -> bool:

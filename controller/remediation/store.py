@@ -1,6 +1,8 @@
-"""Persisted remediation state: who holds each runner out of rotation, the reruns, the clearances.
+"""Persisted remediation state: who holds each runner out of rotation, the reruns, the clearances, the
+probations.
 
-Runner states: active → cordoned → draining → drained → active. Reruns: pending → submitted →
+Runner states: active → cordoned → draining → drained → probation → active (or back to cordoned when
+the probe fails; an operator's uncordon goes straight to active). Reruns: pending → submitted →
 passed | failed (or `unknown` when a crash or a lost answer left it unclear whether the provider queued
 it; `deferred` back to pending when the provider refused it with a 429 and nothing was queued).
 """
@@ -13,11 +15,19 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
+from common.results import FAILING_OUTCOMES
 from common.timeutil import iso
 from controller.db import tables
 from controller.remediation.audit import now_ms
 
 OUT_OF_ROTATION = ("cordoned", "draining", "drained")
+# Back in rotation but still the controller's: its next jobs decide (probation.py).
+PROBATION = "probation"
+# A probation is judged while running; failing means its re-cordon is still to be done (fail closed).
+PROBATION_OPEN = ("running", "failing")
+# Only narrows the probe's query to the (runner, time) index: a probe job's results are not dated a
+# day before the probation that they are read for began.
+PROBE_EVENT_SLACK_MS = 86_400_000
 RERUN_DONE = ("passed", "failed", "unknown")
 RERUN_OPEN = ("pending", "deferred", "submitted")
 
@@ -81,6 +91,12 @@ def set_active(conn: Connection, runner_id: str) -> None:
     set_state(conn, runner_id, "active")
 
 
+def state_of(conn: Connection, runner_id: str) -> str | None:
+    t = tables.runner_states
+    found = conn.execute(select(t.c.state).where(t.c.runner_id == runner_id)).scalar()
+    return None if found is None else str(found)
+
+
 def runner(conn: Connection, runner_id: str) -> Any:
     t = tables.runners
     return conn.execute(
@@ -92,6 +108,12 @@ def runners(conn: Connection) -> dict[str, Any]:
     """runner id -> (pool, provider) for every runner the controller knows."""
     t = tables.runners
     return {row.id: row for row in conn.execute(select(t.c.id, t.c.pool, t.c.provider, t.c.ephemeral))}
+
+
+def last_report_ms(conn: Connection, runner_id: str) -> int | None:
+    t = tables.runners
+    found = conn.execute(select(t.c.last_report_ms).where(t.c.id == runner_id)).scalar()
+    return None if found is None else int(found)
 
 
 # -- reruns --------------------------------------------------------------------------------------------
@@ -195,3 +217,85 @@ def cleared_by(conn: Connection) -> dict[str, list[str]]:
         for test_id in clearance["tests"]:
             found.setdefault(test_id, []).append(clearance["incident"])
     return found
+
+
+# -- probations ----------------------------------------------------------------------------------------
+
+
+def start_probation(
+    conn: Connection, runner_id: str, incident_id: str | None, started_ms: int, known_incidents: list[str]
+) -> int:
+    """The runner is back in rotation on probation; its cordon row keeps who held it and why."""
+    set_state(conn, runner_id, PROBATION)
+    t = tables.probations
+    new = conn.execute(
+        t.insert().values(
+            runner_id=runner_id,
+            incident_id=incident_id,
+            state="running",
+            started_ms=started_ms,
+            known_incidents=json.dumps(sorted(known_incidents)),
+            jobs="{}",
+            updated_ms=now_ms(),
+        )
+    ).inserted_primary_key
+    return int(new[0]) if new else 0
+
+
+def open_probations(conn: Connection) -> list[Any]:
+    t = tables.probations
+    return list(conn.execute(select(t).where(t.c.state.in_(PROBATION_OPEN)).order_by(t.c.id)))
+
+
+def open_probation(conn: Connection, runner_id: str) -> Any:
+    t = tables.probations
+    return conn.execute(
+        select(t).where(t.c.runner_id == runner_id, t.c.state.in_(PROBATION_OPEN)).order_by(t.c.id.desc())
+    ).first()
+
+
+def probations_of(conn: Connection, runner_id: str, incident_id: str | None) -> int:
+    """How many probations this runner has had for this incident: numbers the next one's audit key."""
+    t = tables.probations
+    query = select(func.count()).where(t.c.runner_id == runner_id)
+    query = query.where(t.c.incident_id.is_(None) if incident_id is None else t.c.incident_id == incident_id)
+    return int(conn.execute(query).scalar() or 0)
+
+
+def update_probation(conn: Connection, probation_id: int, **values: Any) -> None:
+    t = tables.probations
+    conn.execute(update(t).where(t.c.id == probation_id).values(updated_ms=now_ms(), **values))
+
+
+def end_probation(
+    conn: Connection, probation_id: int, runner_id: str, state: str, outcome: str, *, active: bool
+) -> None:
+    """Close a probation; `active`: the runner is the controller's no more (passed, idle, an operator's
+    uncordon), else whoever holds it now (a re-cordon, an operator's cordon) has already said so."""
+    stamp = now_ms()
+    update_probation(conn, probation_id, state=state, outcome=outcome, ended_ms=stamp)
+    if active:
+        set_active(conn, runner_id)
+
+
+def probe_results(conn: Connection, runner_id: str, since_ms: int) -> dict[str, list[str]]:
+    """job id -> the distinct tests that failed in it, for each job with results stored for this runner
+    since `since_ms`, in the order they arrived; results without a job id cannot name a job and are left out.
+    """
+    t = tables.results
+    rows = conn.execute(
+        select(t.c.job_id, t.c.test_id, t.c.outcome)
+        .where(
+            t.c.runner_id == runner_id,
+            t.c.time_ms >= since_ms - PROBE_EVENT_SLACK_MS,
+            t.c.ingested_ms >= since_ms,
+            t.c.job_id.is_not(None),
+        )
+        .order_by(t.c.id)
+    )
+    jobs: dict[str, list[str]] = {}
+    for job_id, test_id, outcome in rows:
+        failed = jobs.setdefault(str(job_id), [])
+        if outcome in FAILING_OUTCOMES and test_id not in failed:
+            failed.append(str(test_id))
+    return jobs

@@ -59,6 +59,7 @@ class Loop:
     fleet: BuildbotFleet
     ingest_token: str
     agents: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    scratch: dict[str, Path] = field(default_factory=dict)  # each worker's scratch space, its agent watches
 
     def runnerctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         from tests.servers import REPO, runnerctl_cmd
@@ -76,6 +77,14 @@ class Loop:
         self.controller.stop()
         self.controller.env = self.controller.env | env
         self.controller.start()
+
+    def heal(self, worker: str) -> None:
+        """Fix a sick worker for real: its full tmpfs unmounted (the directory below has room, which its
+        agent reports) and its builds' scratch space working again."""
+        subprocess.run(
+            ["umount", "-l", str(self.scratch[worker])], check=True, capture_output=True, timeout=10
+        )
+        self.fleet.sick_marker(worker).unlink()
 
     def paused(self) -> dict[str, bool]:
         return {name: bool(w["paused"]) for name, w in self.fleet.worker_states().items()}
@@ -118,6 +127,7 @@ def running_loop(
     """Controller, fleet and agents up, the `sick` workers broken; everything torn down afterwards."""
     mounts: list[Path] = []
     agents: dict[str, subprocess.Popen[bytes]] = {}
+    scratches: dict[str, Path] = {}
     with running_controller(tmp, env=env) as controller:
         ingest = controller.token("ingest")
         results_url = f"{controller.url}/v1/results/junit"
@@ -138,7 +148,7 @@ def running_loop(
                 for worker in fleet.workers:
                     home = tmp / "agents" / worker
                     home.mkdir(parents=True)
-                    scratch = home / "scratch"
+                    scratch = scratches[worker] = home / "scratch"
                     if worker in sick:
                         mount_full_tmpfs(scratch)
                         mounts.append(scratch)
@@ -167,7 +177,7 @@ def running_loop(
                         cache={"enabled": False},
                     )
                     agents[worker] = agent_process.start(config, home / "agent.log")
-                yield Loop(controller, fleet, ingest, agents)
+                yield Loop(controller, fleet, ingest, agents, scratches)
             finally:
                 for proc in agents.values():
                     with contextlib.suppress(AssertionError):

@@ -1,7 +1,9 @@
 """The whole story on real processes: a real Buildbot master and workers, a real controller on SQLite,
 a real runner-agent beside each worker. One worker's disk really is full (a tmpfs its agent watches) and
 its builds really fail; the controller must judge it sick (disk), pause it in Buildbot, rebuild its failed
-builds on healthy workers, see them pass and clear the tests' flake records.
+builds on healthy workers, see them pass and clear the tests' flake records. Then the worker is fixed:
+once its readings have been healthy for the dwell, the controller unpauses it on probation, and the
+builds it takes next are the probe that completes its recovery.
 
 The observe and auto tests share one fleet on purpose (a fleet plus its builds is most of a minute on a
 busy two-core machine): the pool starts in observe mode, then its operator switches it to auto.
@@ -9,6 +11,7 @@ busy two-core machine): the pool starts in observe mode, then its operator switc
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +29,9 @@ FAST = {
     "RUNNER_CONTROLLER_REMEDIATION_INTERVAL_S": "0.5",
 }
 AUTO = {"RUNNER_CONTROLLER_REMEDIATION_POLICIES": '{"buildbot": {"mode": "auto"}}'}
+# A short dwell so the recovery fits in the test; the readings stay bad until the worker is fixed.
+RECOVERY = {"mode": "auto", "auto_uncordon": True, "recovery_dwell_s": 2, "probe_jobs": 2}
+AUTO_RECOVERY = {"RUNNER_CONTROLLER_REMEDIATION_POLICIES": json.dumps({"buildbot": RECOVERY})}
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +39,11 @@ def tmpfs_ok(tmp_path_factory: pytest.TempPathFactory) -> None:
     problem = can_mount_tmpfs(tmp_path_factory.mktemp("probe"))
     if problem:
         pytest.skip(problem)
+
+
+def disk_status(loop: Loop, worker: str) -> str | None:
+    readings = loop.controller.get(f"/v1/runners/{worker}").json()["last_readings"]
+    return next((r.get("status") for r in readings if r["check"] == "disk"), None)
 
 
 def sick_incident(loop: Loop, worker: str) -> dict[str, Any]:
@@ -69,7 +80,7 @@ def test_observe_mode_pauses_nothing(w3_sick: Loop) -> None:
 
 def test_auto_mode_drains_reruns_and_clears(w3_sick: Loop) -> None:
     loop = w3_sick
-    loop.restart_controller(**AUTO)
+    loop.restart_controller(**AUTO_RECOVERY)
     incident = sick_incident(loop, "w3")
     failed = {
         str(b["buildid"]) for b in loop.fleet.builds(complete="true") if loop.fleet.workername(b) == "w3"
@@ -133,6 +144,55 @@ def test_auto_mode_drains_reruns_and_clears(w3_sick: Loop) -> None:
     } <= kinds
     # Nothing was done twice: one pause, one rerun per failed build, even across the restart.
     assert len(loop.actions(action="cordon", status="done")) == 1
+
+
+def test_a_fixed_worker_returns_on_probation_and_its_next_builds_are_the_probe(w3_sick: Loop) -> None:
+    loop = w3_sick
+    # The recovery policy has been in force for longer than its dwell, but w3's disk is still full.
+    assert loop.paused()["w3"] and not loop.actions(runner="w3", action="uncordon")
+
+    loop.heal("w3")
+    loop.wait_for("w3's agent reporting a healthy disk", lambda: disk_status(loop, "w3") == "ok", timeout=15)
+    # The analysis reads readings as of its newest result, so the rest of the fleet keeps building.
+    loop.fleet.force_build(worker="w1")
+    loop.wait_for("w3 unpaused on probation", lambda: not loop.paused()["w3"], timeout=30)
+    runner = loop.controller.get("/v1/runners/w3").json()
+    assert runner["cordon"] is None and runner["probation"]["state"] == "running"
+    assert runner["probation"]["passed_jobs"] == [] and runner["probation"]["probe_jobs"] == 2
+    listed = loop.runnerctl("get", "runners")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [line.split() for line in listed.stdout.splitlines() if line.startswith("w3 ")]
+    assert row[4] == "probation"
+    (unpaused,) = loop.actions(runner="w3", action="uncordon")
+    assert unpaused["status"] == "done" and unpaused["key"].startswith(
+        f"probation:{runner['probation']['incident']}:"
+    )
+    assert "on probation: 2 job(s) must pass on it" in unpaused["detail"]
+
+    # No provider can pin a probe job to a paused worker; in rotation, the builds it takes are the probe.
+    requests = [loop.fleet.force_build(worker="w3") for _ in range(2)]
+    probe = [loop.fleet.wait_build_for_request(request, timeout=60) for request in requests]
+    assert [(loop.fleet.workername(b), b["results"]) for b in probe] == [("w3", SUCCESS)] * 2
+
+    (outcome,) = loop.wait_for(
+        "the probe passed", lambda: loop.actions(runner="w3", action="probation"), timeout=30
+    )
+    jobs = ", ".join(str(b["buildid"]) for b in probe)
+    assert (outcome["status"], outcome["detail"]) == (
+        "done",
+        f"probe passed: 2 job(s) passed on it ({jobs}); recovered",
+    )
+    runner = loop.controller.get("/v1/runners/w3").json()
+    assert runner["cordon"] is None and runner["probation"] is None
+    assert loop.paused() == {"w1": False, "w2": False, "w3": False}
+    explained = loop.runnerctl("explain", "runner", "w3")
+    assert explained.returncode == 0, explained.stderr
+    assert (
+        "Cordoned:  no\n" in explained.stdout
+        and "probation done by runner-controller: probe passed" in explained.stdout
+    )
+    time.sleep(1.5)  # a few more passes: the incident it was cordoned for is still open, yet it stays
+    assert not loop.paused()["w3"] and len(loop.actions(action="cordon", status="done")) == 1
 
 
 def test_budget_holds_when_two_workers_are_sick_at_once(

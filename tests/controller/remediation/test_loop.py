@@ -6,8 +6,6 @@ runner or reran a job — the numbers a crash or an outage must never double.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +13,6 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from controller.db import tables
-from controller.db.engine import make_engine
-from controller.db.schema import migrate
 from controller.errors import ProviderBusy, ProviderUnavailable
 from controller.providers.base import JobRef, Outcome, RunnerState
 from controller.remediation import store
@@ -36,7 +32,7 @@ class Double:
         self.paused: dict[str, str] = {}
         self.outcomes: dict[str, Outcome] = {}
         self.down = False
-        self.crash_after: str | None = None  # "cordon" or "rerun": die right after the provider acted
+        self.crash_after: str | None = None  # "cordon", "uncordon" or "rerun": die right after it acted
         self.crash_before: str | None = None
         self.busy: dict[str, int] = {}  # method -> how many more calls answer 429 before acting
 
@@ -59,6 +55,8 @@ class Double:
     def uncordon(self, runner: str) -> None:
         self._call("uncordon", runner)
         self.paused.pop(runner, None)
+        if self.crash_after == "uncordon":
+            raise Crash("after uncordon")
 
     def state(self, runner: str) -> RunnerState:
         if self.down:
@@ -93,22 +91,6 @@ def incident(runner: str, jobs: tuple[str, ...] = ("j1", "j2"), state: str = "si
         ],
         "tests": [{"test_id": "t::a", "failures": 2}, {"test_id": "t::b", "failures": 1}],
     }
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
-    migrate(engine)
-    with engine.begin() as conn:
-        conn.execute(
-            tables.runners.insert(),
-            [
-                {"id": f"r{i}", "pool": "linux", "provider": "double", "labels": "[]", "ephemeral": False}
-                for i in range(1, 11)
-            ],
-        )
-    yield engine
-    engine.dispose()
 
 
 def make(
