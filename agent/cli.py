@@ -1,140 +1,57 @@
-"""`runner-agent run | once | config`: the command line; the work lives in the daemon and the checks."""
+"""`runner-agent`, the console script. A plain `run` (no option but `--config`) starts the daemon
+straight away; every other command line goes to the typer app in `agent.commands`.
+
+The daemon stays resident on every runner for as long as the machine lives, and the command-line
+framework (typer, click and what they import: about 1.5 MB resident) would be there only to read one
+option. Anything beyond that option, `run --help` included, is typer's to parse, and its `run` calls the
+same `run_daemon`, so both ways start the same daemon.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import os
-import shutil
-import signal
-import sqlite3
 import sys
-import tempfile
 import warnings
-from enum import StrEnum
-from pathlib import Path
-from types import FrameType
-from typing import Annotated, Any
-
-import typer
-
-from agent import checks, settings
-from agent.checks.base import CheckConfig
-from agent.checks.memory import OOM_STATE_FILE, MemoryConfig
-from agent.runner import Outcome, run_check
-from agent.tomlout import dumps as toml_dumps
-from common.readings import Status
-
-app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    help="runner-agent: reads this CI runner's health and reports it to runner-controller.",
-)
-
-ConfigOption = Annotated[
-    str | None,
-    typer.Option(
-        "--config", "-c", help="config file (default /etc/runner-agent/config.toml or $RUNNER_AGENT_CONFIG)"
-    ),
-]
 
 
-class OnceFormat(StrEnum):
-    table = "table"
-    json = "json"
-
-
-class ConfigFormat(StrEnum):
-    toml = "toml"
-    json = "json"
-
-
-def _load(config: str | None) -> settings.AgentSettings:
+def main() -> None:
+    """Tracebacks only with RUNNER_AGENT_DEBUG=1; otherwise one `error:` line."""
     try:
-        return settings.load(config)
-    except settings.ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        plain, config = plain_run(sys.argv[1:])
+        if plain:
+            sys.exit(run_daemon(config))
+        from agent.commands import app
 
-
-@app.command()
-def run(config: ConfigOption = None) -> None:
-    """Run the agent: checks on their schedule, reports spooled and sent. SIGTERM stops it cleanly."""
-    _without_charset_detection()
-    from agent.daemon import Agent  # the daemon's imports are not needed for `once` or `config`
-
-    cfg = _load(config)
-    logging.basicConfig(
-        level=cfg.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # "skipped: maximum number of running instances" is the no-overlap rule working, not a fault.
-    logging.getLogger("apscheduler").setLevel(logging.ERROR)
-    try:
-        agent = Agent(cfg)
-    except (OSError, sqlite3.Error) as exc:
-        typer.echo(
-            f"error: cannot use state dir {cfg.state_dir}: {exc} (set state_dir to a writable directory)",
-            err=True,
+        app(prog_name="runner-agent")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("RUNNER_AGENT_DEBUG"):
+            raise
+        print(
+            f"error: {type(exc).__name__}: {exc} (RUNNER_AGENT_DEBUG=1 shows the traceback)", file=sys.stderr
         )
-        raise typer.Exit(1) from None
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        logging.getLogger("agent").info("signal %d: finishing the current send, then stopping", signum)
-        agent.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    agent.run()
+        sys.exit(1)
 
 
-@app.command()
-def once(
-    config: ConfigOption = None,
-    output: Annotated[OnceFormat, typer.Option("--output", "-o", help="table or json")] = OnceFormat.table,
-) -> None:
-    """Run every enabled check now and print the readings; exit 1 if any is a problem."""
-    cfg = _load(config)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="runner-agent-once-") as scratch:
-        outcomes = [
-            run_check(module, _once_config(cfg, module.NAME, Path(scratch)))
-            for module in checks.CHECKS
-            if cfg.check_config(module.NAME).enabled
-        ]
-    if output is OnceFormat.json:
-        typer.echo(json.dumps([_as_json(o) for o in outcomes], indent=2))
-    else:
-        _print_table(outcomes)
-    if any(o.reading.status is Status.problem for o in outcomes):
-        raise typer.Exit(1)
+def plain_run(args: list[str]) -> tuple[bool, str | None]:
+    """(True, config) for `run`, `run --config X`, `run -c X` and `run --config=X`; (False, None) else."""
+    match args:
+        case ["run"]:
+            return True, None
+        case ["run", "--config" | "-c", str(path)] if not path.startswith("-"):
+            return True, path
+        case ["run", str(option)] if option.startswith("--config="):
+            return True, option.removeprefix("--config=")
+    return False, None
 
 
-@app.command("config")
-def show_config(
-    config: ConfigOption = None,
-    output: Annotated[ConfigFormat, typer.Option("--output", "-o", help="toml or json")] = ConfigFormat.toml,
-) -> None:
-    """Print the effective configuration (file + environment + defaults), the token redacted."""
-    cfg = _load(config)
-    data = settings.redacted(cfg)
-    if output is ConfigFormat.json:
-        typer.echo(json.dumps(data, indent=2))
-    else:
-        typer.echo(toml_dumps(data), nl=False)
+def run_daemon(config: str | None) -> int:
+    """Start the daemon and block until it stops; the exit status."""
+    _without_charset_detection()
+    from agent.daemon import serve  # the daemon's imports are not needed for `once` or `config`
 
-
-def _once_config(cfg: settings.AgentSettings, name: str, scratch: Path) -> CheckConfig:
-    """`once` must not move the daemon's state: the memory check reads a copy of the OOM counter, so
-    the kills it shows are still reported by the daemon's next reading."""
-    config = cfg.check_config(name)
-    if isinstance(config, MemoryConfig) and config.state_dir:
-        counter = Path(config.state_dir) / OOM_STATE_FILE
-        with contextlib.suppress(OSError):
-            shutil.copy(counter, scratch / OOM_STATE_FILE)
-        return config.model_copy(update={"state_dir": str(scratch)})
-    return config
+    return serve(config)
 
 
 def _without_charset_detection() -> None:
@@ -148,49 +65,6 @@ def _without_charset_detection() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # requests warns that no detector is installed: intended
         import requests  # noqa: F401
-
-
-def _as_json(outcome: Outcome) -> dict[str, Any]:
-    return {
-        "check": outcome.name,
-        "duration_s": round(outcome.duration_s, 4),
-        "reading": outcome.reading.model_dump(mode="json", exclude_none=True),
-    }
-
-
-def _print_table(outcomes: list[Outcome]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("CHECK", "STATUS", "REASON", "DURATION", "MESSAGE"):
-        table.add_column(column, overflow="fold")
-    colours = {Status.ok: "green", Status.problem: "red", Status.unknown: "yellow"}
-    for o in outcomes:
-        r = o.reading
-        table.add_row(
-            o.name,
-            f"[{colours[r.status]}]{r.status.value}[/]",
-            r.reason or "",
-            f"{o.duration_s:.2f}s",
-            r.message or "",
-        )
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
-
-
-def main() -> None:
-    """The console script. Tracebacks only with RUNNER_AGENT_DEBUG=1; otherwise one `error:` line."""
-    try:
-        app(prog_name="runner-agent")
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as exc:
-        if os.environ.get("RUNNER_AGENT_DEBUG"):
-            raise
-        print(
-            f"error: {type(exc).__name__}: {exc} (RUNNER_AGENT_DEBUG=1 shows the traceback)", file=sys.stderr
-        )
-        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,11 @@ from its pool's majority can be spotted.
 A local manifest keyed by (relative path, size, mtime_ns, inode) lets an incremental pass rehash only
 what changed. That cannot see corruption that kept size and mtime (a bit flip, a restored mtime), so
 a full rehash runs on a slower schedule; the reading's `full_rehash` says which pass produced it.
+
+Re-verifying an unchanged cache is the common case (every 10 minutes, for days), so it costs one `stat`
+per file and nothing more: the daemon remembers, per cache, a fingerprint of the stamps the last pass
+saw (see `_Verified`) and the digest they produced. Only when the fingerprint differs is the manifest
+read to find which files changed; it is written back only when something did.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
+from stat import S_ISLNK, S_ISREG
 from typing import Any
 
 import psutil
@@ -26,11 +33,38 @@ from agent.checks.base import CheckConfig
 from common.readings import CacheDigest, CacheReading, Status
 
 NAME = "cache"
-BLOCK = 1 << 20
+# Hashes as fast as 1 MiB blocks (measured on 50 kB and 300 MB files), for a quarter of the buffer.
+BLOCK = 256 << 10
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 # One pass at a time per manifest: SQLite would serialise writers anyway, and two passes over the same
 # cache only double the IO.
 _lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """What the last pass over one cache found, kept in memory between passes (a few hundred bytes a
+    cache, where the 20k-entry manifest would be megabytes).
+
+    `fingerprint` is the sum of Python's hash of each file's (relpath, size, mtime_ns, inode, link
+    target): order-independent, so the re-verify pass needs neither a sort nor a per-file lookup. Any
+    change (a file added, removed, renamed, resized, touched or replaced) changes it unless the changed
+    files' 64-bit hashes happen to sum to the same value: about one chance in 2**64.
+    It is only meaningful inside this process (str hashes are salted per process), so it is never stored
+    on disk; after a restart the first pass compares file by file with the manifest.
+    """
+
+    root: str
+    algorithm: str
+    last_full_at: float
+    fingerprint: int
+    files: int
+    bytes: int
+    digest: str
+
+
+_verified: dict[Path, _Verified] = {}
 
 
 class CacheConfig(CheckConfig):
@@ -71,12 +105,22 @@ def _digest_cache(key: str, root: Path, config: CacheConfig) -> CacheDigest:
     if not root.is_dir():
         return CacheDigest(key=key, path=str(root))
     now = time.time()
+    base = str(root)
     manifest = _manifest_path(config, key)
+    known = _verified.get(manifest) if manifest is not None else None
+    if (
+        known is not None
+        and (known.root, known.algorithm) == (base, config.algorithm)
+        and now - known.last_full_at < config.full_rehash_interval_s
+        and _survey(base) == (known.files, known.fingerprint)
+    ):
+        return CacheDigest(
+            key=key, path=base, digest=known.digest, files=known.files, bytes=known.bytes, full_rehash=False
+        )
     previous = _load(manifest, root, config.algorithm)
     full = previous is None or now - previous[0] >= config.full_rehash_interval_s
-    # relpath -> "size:mtime_ns:inode:digest". One string per file because this loop runs once per file
-    # and a 20k-file cache must re-verify in a fraction of a second: JSON decodes 20k strings about
-    # six times faster than 20k four-element lists.
+    # relpath -> "size:mtime_ns:inode:digest". One string per file: JSON decodes 20k strings about six
+    # times faster than 20k four-element lists, and after a restart this is the re-verify pass.
     old: dict[str, str] = {} if full or previous is None else previous[1]
     entries: dict[str, str] = {}
     tree = hashlib.blake2b() if config.algorithm == "blake2b" else hashlib.sha256()
@@ -84,8 +128,9 @@ def _digest_cache(key: str, root: Path, config: CacheConfig) -> CacheDigest:
     changed = 0
     files = 0
     total = 0
-    base = str(root)
-    for rel, size, mtime_ns, inode, target in sorted(_walk(base)):
+    fingerprint = 0
+    for item in sorted(chain.from_iterable(_walk(base))):
+        rel, size, mtime_ns, inode, target = item
         if target is not None:  # symlinks count by where they point, never followed
             file_digest = "link:" + target
         else:
@@ -103,21 +148,18 @@ def _digest_cache(key: str, root: Path, config: CacheConfig) -> CacheDigest:
                 changed += 1
         files += 1
         total += size
+        fingerprint += hash(item)
         tree.update(f"{rel}\0{size}\0{file_digest}\n".encode("utf-8", "surrogateescape"))
-    if manifest is not None and (full or changed or old):  # `old` now holds what vanished from disk
-        last_full = now if full or previous is None else previous[0]
-        _store(
-            manifest,
-            {"root": base, "algorithm": config.algorithm, "last_full_at": last_full, "files": entries},
-        )
-    return CacheDigest(
-        key=key,
-        path=base,
-        digest=f"{config.algorithm}:{tree.hexdigest()}",
-        files=files,
-        bytes=total,
-        full_rehash=full,
-    )
+    digest = f"{config.algorithm}:{tree.hexdigest()}"
+    last_full = now if full or previous is None else previous[0]
+    if manifest is not None:
+        if full or changed or old:  # `old` now holds what vanished from disk
+            _store(
+                manifest,
+                {"root": base, "algorithm": config.algorithm, "last_full_at": last_full, "files": entries},
+            )
+        _verified[manifest] = _Verified(base, config.algorithm, last_full, fingerprint, files, total, digest)
+    return CacheDigest(key=key, path=base, digest=digest, files=files, bytes=total, full_rehash=full)
 
 
 def hash_file(path: str | Path, algorithm: str, buf: bytearray | None = None) -> str:
@@ -130,31 +172,55 @@ def hash_file(path: str | Path, algorithm: str, buf: bytearray | None = None) ->
     return h.hexdigest()
 
 
-def _walk(base: str) -> Iterator[tuple[str, int, int, int, str | None]]:
-    """(relpath, size, mtime_ns, inode, symlink target) for regular files and symlinks, never following
-    links; directories are told apart by d_type, so only files cost a stat call."""
+def _survey(base: str) -> tuple[int, int]:
+    """(files, fingerprint) of the tree as it is now: all the unchanged-cache pass does. Sizes are inside
+    the fingerprint, so a match also vouches for the byte count."""
+    files = fingerprint = 0
+    for found in _walk(base):
+        files += len(found)
+        fingerprint += sum(map(hash, found))
+    return files, fingerprint
+
+
+def _walk(base: str) -> Iterator[list[tuple[str, int, int, int, str | None]]]:
+    """Per directory, (relpath, size, mtime_ns, inode, symlink target) of its regular files and symlinks,
+    never following links. Directories are told apart by d_type and listed through a descriptor, so each
+    file costs one `fstatat` of a single name rather than a walk of its whole path; a list a directory
+    keeps the per-file Python work to the stat call and one tuple."""
     stack = [""]
     while stack:
         rel_dir = stack.pop()
         try:
-            with os.scandir(os.path.join(base, rel_dir) if rel_dir else base) as it:
-                entries = list(it)
+            # The configured root may be a symlink (~/.cache -> /data/cache); nothing below it is followed.
+            fd = (
+                os.open(base + "/" + rel_dir, _DIR_FLAGS | os.O_NOFOLLOW)
+                if rel_dir
+                else os.open(base, _DIR_FLAGS)
+            )
         except OSError:
-            continue
+            continue  # gone, unreadable, or swapped for a symlink since it was listed
         prefix = rel_dir + "/" if rel_dir else ""
-        for entry in entries:
-            rel = prefix + entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(rel)
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(st.st_mode):
-                    yield rel, st.st_size, st.st_mtime_ns, st.st_ino, None
-                elif stat.S_ISLNK(st.st_mode):
-                    yield rel, 0, st.st_mtime_ns, st.st_ino, os.readlink(entry.path)
-            except OSError:
-                continue
+        found: list[tuple[str, int, int, int, str | None]] = []
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(prefix + entry.name)
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                        if S_ISREG(st.st_mode):
+                            found.append((prefix + entry.name, st.st_size, st.st_mtime_ns, st.st_ino, None))
+                        elif S_ISLNK(st.st_mode):
+                            target = os.readlink(entry.name, dir_fd=fd)
+                            found.append((prefix + entry.name, 0, st.st_mtime_ns, st.st_ino, target))
+                    except OSError:
+                        continue
+        except OSError:
+            pass  # a directory that cannot be listed to the end counts with what was read of it
+        finally:
+            os.close(fd)
+        yield found
 
 
 def _manifest_path(config: CacheConfig, key: str) -> Path | None:

@@ -72,12 +72,14 @@ def write_config(tmp: Path, server: str, token: str, **overrides: Any) -> Path:
     return path
 
 
-def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
+def start(config: Path, log: Path, python_options: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    """`runner-agent run --config CONFIG` as the console script runs it; `python_options` go to the
+    interpreter (e.g. `-X importtime`), stdout and stderr to `log`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_AGENT_")}
     env["PYTHONPATH"] = str(REPO)
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "agent.cli", "run", "--config", str(config)],
+            [sys.executable, *python_options, "-m", "agent.cli", "run", "--config", str(config)],
             cwd=REPO,
             env=env,
             stdout=out,

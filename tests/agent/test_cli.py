@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.commands import app
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from agent.checks import CHECKS
-from agent.cli import app
+from agent.commands import app
 from agent.settings import AgentSettings
 
 ROOT = Path(__file__).resolve().parents[2]

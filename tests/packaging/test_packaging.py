@@ -59,6 +59,7 @@ def test_agent_unit_can_read_proc_statvfs_and_spool() -> None:
     assert "ProtectProc" not in settings and "ProcSubset" not in settings  # /proc/meminfo, /proc/vmstat
     assert settings["PrivateTmp"] == ["no"] and "ProtectHome" not in settings  # statvfs of /tmp and work dirs
     assert settings["ProtectSystem"] == ["strict"] and settings["NoNewPrivileges"] == ["yes"]
+    assert settings["Environment"] == ["MALLOC_ARENA_MAX=1"]  # one malloc arena: docs/agent.md, Footprint
 
 
 def test_compose_migrates_once_then_serves_two_replicas() -> None:

@@ -152,3 +152,68 @@ def test_hashing_thread_runs_at_low_priority_and_nothing_else_does(tmp_path: Pat
 
     assert seen == {"nice": 19, "ioclass": psutil.IOPRIO_CLASS_IDLE}
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_nice
+
+
+def test_reverify_notices_every_kind_of_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "cache"
+    make_cache(root)
+    cfg = config(tmp_path, root)
+    cache.collect(cfg)
+    unchanged = cache.collect(cfg).caches[0]  # the in-memory fast path from here on
+    hashed = count_hashes(monkeypatch)
+
+    def after() -> tuple[str | None, list[str]]:
+        hashed.clear()
+        reading = cache.collect(cfg).caches[0]
+        assert reading.full_rehash is False
+        return reading.digest, list(hashed)
+
+    (root / "d0" / "new.bin").write_bytes(b"added")
+    added, rehashed = after()
+    assert added != unchanged.digest and rehashed == ["new.bin"]
+
+    (root / "d0" / "new.bin").rename(root / "d1" / "moved.bin")  # same inode, size and mtime
+    moved, rehashed = after()
+    assert moved not in (added, unchanged.digest) and rehashed == ["moved.bin"]
+
+    (root / "d1" / "moved.bin").unlink()
+    removed, rehashed = after()
+    assert removed == unchanged.digest and rehashed == []
+
+    st = (root / "d2" / "f2.bin").stat()
+    os.utime(root / "d2" / "f2.bin", ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+    touched, rehashed = after()
+    assert touched == unchanged.digest and rehashed == ["f2.bin"]  # same bytes: same digest
+
+    (root / "link").unlink()
+    (root / "link").symlink_to("d1/f1.bin")
+    relinked, rehashed = after()
+    assert relinked != unchanged.digest and rehashed == []  # a link counts by its target, never read
+
+
+def test_restarted_agent_reverifies_from_the_manifest_without_reading_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cache"
+    make_cache(root)
+    first = cache.collect(config(tmp_path, root)).caches[0]
+    monkeypatch.setattr(cache, "_verified", {})  # what a new agent process starts with
+    hashed = count_hashes(monkeypatch)
+
+    again = cache.collect(config(tmp_path, root)).caches[0]
+
+    assert (again.full_rehash, again.digest, hashed) == (False, first.digest, [])
+
+
+def test_cache_root_may_be_a_symlink_but_nothing_below_it_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    make_cache(real, files=3)
+    (real / "d0" / "outside").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "big.bin").write_bytes(b"x" * 5000)
+    (tmp_path / "alias").symlink_to(real, target_is_directory=True)
+
+    reading = cache.collect(config(tmp_path, tmp_path / "alias")).caches[0]
+
+    # three files and two links (the file link and the directory link), none of elsewhere's bytes
+    assert (reading.files, reading.bytes) == (5, sum(1000 + i for i in range(3)))
