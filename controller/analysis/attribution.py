@@ -254,7 +254,10 @@ def _spread_over_children(
     if _a_child_is_spared(obs, exp, considered, elevated):
         return None
     worst = int(np.argmax(obs - exp))
-    o, x, k = obs.sum() - obs[worst], exp.sum() - exp[worst], n.sum() - n[worst]
+    # Without the worst child and without the most-failing test: a test that broke everywhere is a
+    # cause every child shares, but it is one test, not a sick entity.
+    rest = rows[(inverse != worst) & (frame.cols["test"][rows] != segment.top_test)]
+    o, x, k = float(fail[rest].sum()), float(expected[rest].sum()), int(rest.size)
     p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
     if p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5):
         return None

@@ -121,17 +121,21 @@ class Baseline:
         f = self.fail * ones
         overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
 
-        # The test's own rate at other times, over the whole fleet: the prior where peers are thin.
+        # Each estimate leans on a broader one where it is thin: the entity's peers near in time,
+        # then the whole fleet near in time, then the test at other times.
         by_test = self._index("test", self.test)
-        other_f = by_test.total(f) - by_test.near(f)
-        other_n = by_test.total(ones) - by_test.near(ones)
+        near_f, near_n = by_test.near(f), by_test.near(ones)
+        other_f = by_test.total(f) - near_f
+        other_n = by_test.total(ones) - near_n
         history = (other_f + self.history_strength * overall) / (other_n + self.history_strength)
 
-        # The same test among the entity's peers, near in time, with the entity itself left out.
+        # The entity itself is always left out: its own failures must not explain themselves.
         among_peers = self._index(f"peers:{peer_name}", peers, self.test)
         own = self._index(f"own:{peer_name}:{entity_name}", peers, entity, self.test)
-        peer_f = among_peers.near(f) - own.near(f)
-        peer_n = among_peers.near(ones) - own.near(ones)
-        probability = (peer_f + self.peer_strength * history) / (peer_n + self.peer_strength)
+        own_f, own_n = own.near(f), own.near(ones)
+        fleet = (near_f - own_f + self.history_strength * history) / (near_n - own_n + self.history_strength)
+        peer_f = among_peers.near(f) - own_f
+        peer_n = among_peers.near(ones) - own_n
+        probability = (peer_f + self.peer_strength * fleet) / (peer_n + self.peer_strength)
         clipped: np.ndarray = np.clip(probability, 1e-6, 1 - 1e-6)
         return clipped

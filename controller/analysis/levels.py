@@ -1,7 +1,8 @@
 """The entities judged at each level, coarsest first: pool → image → machine → runner.
 
 An entity only stands as its own level where it means something: a machine that hosts one
-persistent runner *is* that runner; an image on one host is that host; a lone pool has no peers.
+persistent runner *is* that runner; an image on one host is that host, and the only image of its pool
+is that pool; a lone pool has no peers.
 Ephemeral runners are never judged by their single-use id, only by machine, image and pool.
 """
 
@@ -37,7 +38,14 @@ def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
     machine_entity = np.where(np.isin(machine, list(shared_machines)), machine, NONE)
 
     image_hosts = _distinct_per(image[rows & (image >= 0)], machine[rows & (image >= 0)])
-    shared_images = [i for i, count in image_hosts.items() if count >= 2]
+    # An image is judged on its own only beside other images in its pool: the only image a pool ever
+    # ran *is* the pool, judged against the fleet at the pool level, and comparing it with its own
+    # past would blame it for anything that starts on several of its hosts (a test that broke).
+    imaged = rows & (image >= 0)
+    images_in_pool = _distinct_per(pool[imaged], image[imaged])
+    pairs = {(int(p), int(i)) for p, i in np.unique(np.stack([pool[imaged], image[imaged]]), axis=1).T}
+    beside_others = {i for p, i in pairs if images_in_pool.get(p, 0) >= 2}
+    shared_images = [i for i, count in image_hosts.items() if count >= 2 and i in beside_others]
     image_entity = np.where(np.isin(image, shared_images), image, NONE)
 
     pools = np.unique(pool[rows])

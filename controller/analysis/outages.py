@@ -98,8 +98,15 @@ def find_outages(
                 (failing >= config.outage_min_runners)
                 & (failing >= config.outage_min_share * np.maximum(active, 1))
             )
-            # Or the whole fleet bursts above its own rate on either side, on more than one host.
-            | ((observed >= config.outage_min_ratio * fleet_around * executions) & (failing >= 2))
+            # Or the whole fleet bursts above its own rate on either side, on more than one host:
+            # on as many as above where that many are active, on most of them in a smaller fleet.
+            | (
+                (observed >= config.outage_min_ratio * fleet_around * executions)
+                & (
+                    failing
+                    >= np.maximum(2, np.minimum(config.outage_min_runners, config.outage_min_share * active))
+                )
+            )
         )
         & (distinct >= 3)
     )

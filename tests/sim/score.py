@@ -18,6 +18,7 @@ from common.timeutil import to_ms
 from controller.analysis.engine import Analysis
 from tests.controller.analysis.harness import analyse_fleet
 from tests.sim import Fleet, simulate
+from tests.sim.random_fleet import random_scenario
 from tests.sim.scenarios import SCENARIOS
 
 
@@ -78,12 +79,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.sim.score", description=__doc__)
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--random", type=int, default=0, help="grade this many random scenarios instead")
     args = parser.parse_args(argv)
     bad = 0
-    for name in args.scenario or sorted(SCENARIOS):
-        for seed in args.seeds:
+    if args.random:
+        runs = [(f"random-{n}", lambda n=n: random_scenario(n), 1) for n in range(args.random)]
+    else:
+        runs = [
+            (name, SCENARIOS[name], seed)
+            for name in args.scenario or sorted(SCENARIOS)
+            for seed in args.seeds
+        ]
+    for name, make, seed in runs:
+        if True:
             started = time.perf_counter()
-            fleet = simulate(SCENARIOS[name](), seed)
+            fleet = simulate(make(), seed)
             g = grade(fleet, analyse_fleet(fleet))
             took = time.perf_counter() - started
             status = "ok " if g.clean() else "BAD"

@@ -12,6 +12,7 @@ from controller.analysis.engine import Analysis, analyse
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
+from tests.sim.random_fleet import random_scenario
 from tests.sim.scenarios import (
     bad_rollout,
     ephemeral_host,
@@ -182,3 +183,16 @@ def to_ms_text(text: str) -> int:
     from datetime import datetime
 
     return to_ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+@pytest.mark.parametrize("number", [11, 13])
+def test_fleets_drawn_at_random_get_the_right_verdicts(number: int) -> None:
+    # 11: a test that broke on every host of an ephemeral pool is one test, not a sick pool, and the
+    # sick host among them is still that host. 13: the only image of a pool is that pool, not an
+    # image to compare with its own past; two runners of a static pool going sick an hour apart are
+    # not an outage.
+    fleet = simulate(random_scenario(number), seed=1)
+    analysis = analyse(frame_of(fleet))
+    called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
+    assert set(called) == set(fleet.truth.sick)
+    assert not fleet.truth.outages and analysis.outages == []
