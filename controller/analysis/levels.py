@@ -42,9 +42,11 @@ def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
     # ran *is* the pool, judged against the fleet at the pool level, and comparing it with its own
     # past would blame it for anything that starts on several of its hosts (a test that broke).
     imaged = rows & (image >= 0)
-    images_in_pool = _distinct_per(pool[imaged], image[imaged])
-    pairs = {(int(p), int(i)) for p, i in np.unique(np.stack([pool[imaged], image[imaged]]), axis=1).T}
-    beside_others = {i for p, i in pairs if images_in_pool.get(p, 0) >= 2}
+    span = int(image.max()) + 2 if image.size else 1
+    pairs = np.unique(pool[imaged].astype(np.int64) * span + image[imaged])
+    pair_pool, pair_image = pairs // span, pairs % span
+    pools_with_several = np.unique(pair_pool)[np.unique(pair_pool, return_counts=True)[1] >= 2]
+    beside_others = set(pair_image[np.isin(pair_pool, pools_with_several)].tolist())
     shared_images = [i for i, count in image_hosts.items() if count >= 2 and i in beside_others]
     image_entity = np.where(np.isin(image, shared_images), image, NONE)
 
