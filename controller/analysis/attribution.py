@@ -47,37 +47,12 @@ def find_clusters(
     baseline = _Rates(frame, usable, bins, config)
 
     # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
-    # them together. A first pass finds the obvious clusters; the next judges everyone again against
-    # peers with those clusters' executions left out of the rates, so a fleet with several sick
-    # entities does not raise everyone's expectations and hide the next one.
-    first, p_values, tested = _all_levels(levels, baseline, frame, usable, usable, bins, config)
-    cutoff = bh_cutoff(p_values, tested, config.fdr_q)
-    # Kept out of the reference is anything clearly elevated, not only a full cluster: when half a
-    # pool is sick at once, each sick runner's peers are half sick too, so against them it shows
-    # twice the expected failures, never three times, until the other is left out.
-    # Repeated until nothing more is left out: with two of three runners sick, the first pass sees
-    # only the worse one (its peers are half sick); once it is left out the other stands out.
-    suspicious = config.model_copy(update={"min_ratio": config.reference_exclusion_ratio})
-    contaminated = np.zeros(frame.size, bool)
-    for _round in range(config.reference_exclusion_rounds):
-        grown = contaminated.copy()
-        for name in LEVELS:
-            segments, expected = first[name]
-            for segment in _one_per_entity(segments, fail, expected):
-                # Judged on what earlier rounds did not leave out already: an image whose excess is
-                # all on the runners left out so far is not elevated itself.
-                segment = _without(segment, contaminated, fail, expected)
-                breadth(segment, test, job, fail, expected)
-                if is_cluster(segment, cutoff, suspicious):
-                    grown |= _stretch(frame, levels[name], segment, bins)
-        if not (grown & ~contaminated).any():
-            break
-        contaminated = grown
-        first, p_values, tested = _all_levels(
-            levels, baseline, frame, usable, usable & ~contaminated, bins, config
-        )
-        cutoff = bh_cutoff(p_values, tested, config.fdr_q)
+    # them together. Before judging, everything clearly elevated is left out of the peers' rates, so
+    # a fleet with several sick entities does not raise everyone's expectations and hide the next one.
+    contaminated = _elevated(levels, baseline, frame, usable, bins, config)
     reference = usable & ~contaminated
+    first, p_values, tested = _all_levels(levels, baseline, frame, usable, reference, bins, config)
+    cutoff = bh_cutoff(p_values, tested, config.fdr_q)
 
     clusters: list[Cluster] = []
     explained = np.zeros(frame.size, bool)
@@ -124,6 +99,46 @@ def _all_levels(
         p_values += [s.p_adjusted for s in segments]
         tested += count
     return found, p_values, tested
+
+
+def _elevated(
+    levels: dict[str, Level],
+    rates: _Rates,
+    frame: Frame,
+    usable: np.ndarray,
+    bins: np.ndarray,
+    config: AnalysisConfig,
+) -> np.ndarray:
+    """The rows to leave out of everyone's peers: stretches clearly elevated, not only full clusters.
+
+    When half a pool is sick at once, each sick runner's peers are half sick too, so against them it
+    shows twice the expected failures, never three times: the look here scans for a doubled rate and
+    leaves out what is significant at 1.5x with breadth. It repeats until nothing more stands out: with
+    two of three runners sick, the first look sees only the worse one; with it left out, the other.
+    """
+    explore = config.model_copy(update={"alternative_ratio": config.reference_exclusion_alternative})
+    suspicious = config.model_copy(update={"min_ratio": config.reference_exclusion_ratio})
+    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    contaminated = np.zeros(frame.size, bool)
+    for _round in range(config.reference_exclusion_rounds):
+        found, p_values, tested = _all_levels(
+            levels, rates, frame, usable, usable & ~contaminated, bins, explore
+        )
+        cutoff = bh_cutoff(p_values, tested, config.fdr_q)
+        grown = contaminated.copy()
+        for name in LEVELS:
+            segments, expected = found[name]
+            for segment in _one_per_entity(segments, fail, expected):
+                # Judged on what earlier rounds did not leave out already: an image whose excess is
+                # all on the runners left out so far is not elevated itself.
+                segment = _without(segment, contaminated, fail, expected)
+                breadth(segment, test, job, fail, expected)
+                if is_cluster(segment, cutoff, suspicious):
+                    grown |= _stretch(frame, levels[name], segment, bins)
+        if not (grown & ~contaminated).any():
+            break
+        contaminated = grown
+    return contaminated
 
 
 def _one_per_entity(segments: list[Segment], fail: np.ndarray, expected: np.ndarray) -> list[Segment]:

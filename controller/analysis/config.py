@@ -29,6 +29,9 @@ class AnalysisConfig(BaseModel):
     reference_exclusion_ratio: float = Field(
         default=1.5, ge=1, description="a first-pass excess this large is left out of everyone's peers"
     )
+    reference_exclusion_alternative: float = Field(
+        default=2.0, gt=1, description="rate ratio the scan for what to leave out of the peers looks for"
+    )
     reference_exclusion_rounds: int = Field(
         default=4, ge=1, description="passes of leaving excesses out of the peers before judging"
     )

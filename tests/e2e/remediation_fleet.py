@@ -105,7 +105,25 @@ class Loop:
                 return found
             time.sleep(0.5)
         log = self.controller.log.read_text(errors="replace")[-4000:]
-        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n--- controller log\n{log}")
+        raise AssertionError(
+            f"timed out after {timeout:.0f} s waiting for {what}\n{self._verdicts()}\n--- controller log\n{log}"
+        )
+
+    def _verdicts(self) -> str:
+        """What the controller had concluded when a wait timed out: its incidents and its actions."""
+        try:
+            incidents = [
+                (i["kind"], i["entity"], i["state"], i["dimension"], i["statistics"].get("ratio"))
+                for i in self.incidents()
+            ]
+            actions = [(a["action"], a["runner"], a["status"], a.get("detail")) for a in self.actions()]
+            builds = [
+                (b.get("properties", {}).get("workername", [None])[0], b.get("results"))
+                for b in self.fleet.builds(complete="true")
+            ]
+        except Exception as error:  # the controller may be what failed
+            return f"--- verdicts unavailable: {error}"
+        return f"--- incidents\n{incidents}\n--- actions\n{actions}\n--- builds (worker id, result)\n{builds}"
 
     def force_round(self, per_worker: int) -> None:
         """Queue `per_worker` builds pinned to each worker and wait until all of them are complete."""

@@ -9,6 +9,7 @@ import pytest
 
 from common.timeutil import to_ms
 from controller.analysis.engine import Analysis, analyse
+from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
@@ -196,3 +197,40 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int) -> None:
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
     assert set(called) == set(fleet.truth.sick)
     assert not fleet.truth.outages and analysis.outages == []
+
+
+def test_two_of_three_sick_within_one_minute_of_history() -> None:
+    # The real Buildbot budget story at its smallest: three builds per worker, twelve tests each, all
+    # finished within seconds; w2 and w3 fail nine tests of every build. Against peers that are half
+    # sick each shows only about twice the expected, which a scan for a tripled rate never picks up.
+    frame = Frame()
+    rows: list[tuple[object, ...]] = []
+    start = 1_796_287_526_000
+    for build in range(3):
+        for number, worker in enumerate(("w1", "w2", "w3")):
+            job = str(3 * build + number + 1)
+            for test in range(12):
+                failed = worker != "w1" and test < 9
+                rows.append(
+                    (
+                        len(rows) + 1,
+                        start + 600 * int(job),
+                        "failed" if failed else "passed",
+                        False,
+                        f"tests/test_suite.py::test_{test}",
+                        worker,
+                        f"{worker}-host",
+                        "workers",
+                        None,
+                        None,
+                        job,
+                        job,
+                        "c0ffee",
+                    )
+                )
+    frame.append_results(rows)
+    analysis = analyse(frame)
+    assert {(i["kind"], i["entity"], i["state"]) for i in analysis.incidents} == {
+        ("runner", "w2", "suspect"),
+        ("runner", "w3", "suspect"),
+    }
