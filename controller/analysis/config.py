@@ -44,6 +44,9 @@ class AnalysisConfig(BaseModel):
 
     # Outages.
     outage_min_ratio: float = 3.0
+    outage_saturated_rate: float = Field(
+        default=0.2, description="a host failing this share already counts toward an outage only if it bursts"
+    )
     outage_min_lost_passes: float = Field(
         default=0.15, description="or, on a host already failing, this share of its usual passes lost"
     )

@@ -188,6 +188,10 @@ def _hosts_bursting(
         w["o"] >= 2 * rate_around * w["n"]
     )
     bursting = active_hosts & (beyond_tests | _beyond_own_rate(w["o"], w["n"], rate_around, config))
+    # A host already failing a good share of its tests (a sick one) can hardly show a burst with a
+    # job or two: it counts among the active only when it does, so an outage over a fleet with
+    # several sick hosts still needs most of the others, not most of all.
+    active_hosts &= (rate_around < config.outage_saturated_rate) | bursting
     center_bin = centers % span
     position = np.searchsorted(bins, center_bin)
     known = (position < bins.size) & (bins[np.clip(position, 0, bins.size - 1)] == center_bin)

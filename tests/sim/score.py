@@ -83,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bad = 0
     if args.random:
-        runs = [(f"random-{n}", lambda n=n: random_scenario(n), 1) for n in range(args.random)]
+        runs = [
+            (f"random-{n}", lambda n=n: random_scenario(n), seed)
+            for n in range(args.random)
+            for seed in args.seeds
+        ]
     else:
         runs = [
             (name, SCENARIOS[name], seed)
