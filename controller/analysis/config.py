@@ -53,7 +53,7 @@ class AnalysisConfig(BaseModel):
     outage_min_share: float = Field(default=0.5, description="share of active runners that must be failing")
     outage_min_runners: int = 3
     outage_p: float = 1e-6
-    outage_pad_bins: int = 2
+    outage_pad_bins: int = 3
 
     # Evidence thresholds (from what operators already trust: Jenkins, etcd, Swarming).
     disk_min_free_bytes: int = 1 << 30
