@@ -88,7 +88,8 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
         return [
             f"to clear: readings healthy again and {config.resolve_after_executions}+ executions at the expected "
             "failure rate",
-            f"to be mere chance it would need p ≤ {stats['bh_cutoff']:.2g} to fail; it has p = {stats['p_adjusted']:.2g} "
+            f"to be mere chance its p would have to exceed {stats.get('bh_bar', stats['bh_cutoff']):.2g} (the "
+            f"Benjamini–Hochberg bar at its rank); it has p = {stats['p_adjusted']:.2g} "
             f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",
         ]
     return ["resolved: it has run at the expected failure rate since the stretch ended"]

@@ -49,7 +49,11 @@ def build_incident(
     reading_rows = np.flatnonzero(getattr(frame, READING_COLUMN[level.name]) == seg.entity)
     reading_rows = reading_rows[frame.r_time_ms[reading_rows] <= as_of_ms]
     finding = examine(frame, badness, reading_rows, failed, onset, end_ms, config)
-    decided = _decided_at(frame, rows, cluster.expected, seg.bins_tested, cutoff)
+    # The bar this hypothesis had to pass: Benjamini–Hochberg's critical value at its rank (q·rank/m,
+    # i.e. p·q/q-value). The cutoff alone (the largest p accepted) is the cluster's own p when it is
+    # the only one, and would date every lone verdict to its last failure.
+    bar = max(cutoff, config.fdr_q * seg.p_adjusted / seg.q_value) if seg.q_value > 0 else cutoff
+    decided = _decided_at(frame, rows, cluster.expected, seg.bins_tested, bar)
     state = "suspect"
     if finding.dimension != "unknown":
         state = "sick"
@@ -81,6 +85,7 @@ def build_incident(
             "p_adjusted": seg.p_adjusted,
             "q_value": seg.q_value,
             "bh_cutoff": cutoff,
+            "bh_bar": bar,
             "bins_scanned": seg.bins_tested,
             "distinct_tests": seg.distinct_tests,
             "failed_jobs": seg.failed_jobs,
