@@ -44,14 +44,14 @@ def find_clusters(
     """Clusters attributed to the right level; also the BH p-value cutoff and the number of tests."""
     levels = build_levels(frame, usable)
     test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
-    baseline = _Rates(frame, usable, bins, config)
+    rates = _Rates(frame, usable, bins, config)
 
     # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
     # them together. Before judging, everything clearly elevated is left out of the peers' rates, so
     # a fleet with several sick entities does not raise everyone's expectations and hide the next one.
-    contaminated = _elevated(levels, baseline, frame, usable, bins, config)
+    contaminated = _elevated(levels, rates, frame, usable, bins, config)
     reference = usable & ~contaminated
-    first, p_values, tested = _all_levels(levels, baseline, frame, usable, reference, bins, config)
+    first, p_values, tested = _all_levels(levels, rates, frame, usable, reference, bins, config)
     cutoff = bh_cutoff(p_values, tested, config.fdr_q)
 
     clusters: list[Cluster] = []
@@ -60,7 +60,7 @@ def find_clusters(
         level = levels[name]
         if explained.any():
             segments, expected, _ = _scan(
-                level, baseline, frame, usable & ~explained, reference & ~explained, bins, config
+                level, rates, frame, usable & ~explained, reference & ~explained, bins, config
             )
         else:
             segments, expected = first[name]
@@ -83,7 +83,7 @@ def find_clusters(
 
 def _all_levels(
     levels: dict[str, Level],
-    baseline: _Rates,
+    rates: _Rates,
     frame: Frame,
     usable: np.ndarray,
     reference: np.ndarray,
@@ -94,7 +94,7 @@ def _all_levels(
     p_values: list[float] = []
     tested = 0
     for name in LEVELS:
-        segments, expected, count = _scan(levels[name], baseline, frame, usable, reference, bins, config)
+        segments, expected, count = _scan(levels[name], rates, frame, usable, reference, bins, config)
         found[name] = (segments, expected)
         p_values += [s.p_adjusted for s in segments]
         tested += count
@@ -153,22 +153,13 @@ def _one_per_entity(segments: list[Segment], fail: np.ndarray, expected: np.ndar
         if len(parts) == 1:
             merged.append(parts[0])
             continue
-        rows = np.sort(np.concatenate([part.rows for part in parts]))
-        failures, expect = int(fail[rows].sum()), float(expected[rows].sum())
-        p = exact_p(failures, rows.size, expect)
-        merged.append(
-            replace(
-                parts[0],
-                rows=rows,
-                first_bin=min(part.first_bin for part in parts),
-                last_bin=max(part.last_bin for part in parts),
-                failures=failures,
-                executions=int(rows.size),
-                expected=expect,
-                p_value=p,
-                p_adjusted=min(1.0, p * parts[0].bins_tested),
-            )
+        whole = replace(
+            parts[0],
+            first_bin=min(part.first_bin for part in parts),
+            last_bin=max(part.last_bin for part in parts),
         )
+        rows = np.sort(np.concatenate([part.rows for part in parts]))
+        merged.append(_over(whole, rows, fail, expected))
     return merged
 
 
@@ -176,7 +167,11 @@ def _without(segment: Segment, left_out: np.ndarray, fail: np.ndarray, expected:
     """The segment's numbers over its rows not yet `left_out`."""
     if not left_out[segment.rows].any():
         return segment
-    rows = segment.rows[~left_out[segment.rows]]
+    return _over(segment, segment.rows[~left_out[segment.rows]], fail, expected)
+
+
+def _over(segment: Segment, rows: np.ndarray, fail: np.ndarray, expected: np.ndarray) -> Segment:
+    """The segment restated over `rows`: its counts and its test recomputed there."""
     failures, expect = int(fail[rows].sum()), float(expected[rows].sum())
     p = exact_p(failures, rows.size, expect)
     return replace(

@@ -64,16 +64,6 @@ class WindowIndex:
         return total
 
 
-def window_sums(group: np.ndarray, bins: np.ndarray, values: np.ndarray, radius: int) -> np.ndarray:
-    """For each row, the sum of `values` over rows of the same group whose bin is within ± radius."""
-    return WindowIndex(group, bins, radius).near(values)
-
-
-def group_totals(group: np.ndarray, values: np.ndarray) -> np.ndarray:
-    unique, inverse = np.unique(group, return_inverse=True)
-    return np.bincount(inverse, weights=values, minlength=unique.size)[inverse]
-
-
 class Baseline:
     """Expected failure probabilities over one fixed set of rows, for any entity level and reference.
 

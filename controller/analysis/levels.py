@@ -45,7 +45,8 @@ def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
     span = int(image.max()) + 2 if image.size else 1
     pairs = np.unique(pool[imaged].astype(np.int64) * span + image[imaged])
     pair_pool, pair_image = pairs // span, pairs % span
-    pools_with_several = np.unique(pair_pool)[np.unique(pair_pool, return_counts=True)[1] >= 2]
+    pool_codes, images_per_pool = np.unique(pair_pool, return_counts=True)
+    pools_with_several = pool_codes[images_per_pool >= 2]
     beside_others = set(pair_image[np.isin(pair_pool, pools_with_several)].tolist())
     shared_images = [i for i, count in image_hosts.items() if count >= 2 and i in beside_others]
     image_entity = np.where(np.isin(image, shared_images), image, NONE)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import combine, group_totals, window_sums
+from controller.analysis.baseline import WindowIndex, combine
 from controller.analysis.config import AnalysisConfig
 
 
@@ -46,13 +46,12 @@ def find_outages(
     tst, host = frame_cols["test"][idx], frame_cols["machine"][idx]
     fine = t // (config.outage_bin_s * 1000)
     radius = max(1, 3600 // config.outage_bin_s)
-    near_f = window_sums(tst.astype(np.int64), fine, f, radius)
-    near_n = window_sums(tst.astype(np.int64), fine, np.ones_like(f), radius)
+    by_test = WindowIndex(tst, fine, radius)
+    ones = np.ones_like(f)
+    near_f, near_n = by_test.near(f), by_test.near(ones)
     overall = (f.sum() + 1) / (f.size + 2)
     strength = config.history_prior_strength
-    expected = (group_totals(tst, f) - near_f + strength * overall) / (
-        group_totals(tst, np.ones_like(f)) - near_n + strength
-    )
+    expected = (by_test.total(f) - near_f + strength * overall) / (by_test.total(ones) - near_n + strength)
 
     bins, inverse = np.unique(fine, return_inverse=True)
     observed = np.bincount(inverse, weights=f)
