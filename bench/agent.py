@@ -4,7 +4,8 @@
    divided by 120, run for 30 s), reporting to a loopback sink. Target: < 40 MB.
 2. Re-verifying an unchanged cache (20k files / 1 GB; --small: 2k files / 100 MB) incrementally vs a
    full rehash. Target: >= 20x faster.
-3. Full rehash throughput vs `b2sum` (and sha256 vs `sha256sum`) over the same files. Target: >= 0.8.
+3. Full rehash throughput vs `b2sum` (and sha256 vs `sha256sum`) over the same files, both at the
+   check's low CPU and IO priority. Target: >= 0.8.
 
 Run: python bench/agent.py [--small] [--seconds 30]
 """
@@ -67,11 +68,15 @@ def memory_after_an_hour(tmp: Path, seconds: float, speedup: float) -> None:
             f"{len(sink.store.reports)} reports delivered{'' if ntp else ', clock check off (no chronyd)'}"
             f"; target < 40 MB -> RSS/target {rss / mb / 40:.2f}"
         )
+        floor = stack_rss()
         print(
             f"    baseline in this run: the mandated libraries alone (pydantic models, pydantic-settings, "
-            f"requests, APScheduler, psutil, ntplib, typer) = {stack_rss('typer') / mb:.1f} MB RSS; "
-            f"without typer, which `run` does not import: {stack_rss() / mb:.1f} MB"
+            f"requests, APScheduler, psutil, ntplib; not typer, which `run` does not import) = "
+            f"{floor / mb:.1f} MB RSS; the agent adds {(rss - floor) / mb:.1f} MB over them "
+            f"-> RSS/baseline {rss / floor:.2f}"
         )
+        if floor / mb >= 40:
+            print("    the 40 MB target is below what the mandated libraries need on this interpreter")
 
 
 def stack_rss(extra: str = "") -> int:
@@ -176,7 +181,9 @@ def cache_benchmarks(tmp: Path, files: int, total_bytes: int, repeat: int) -> No
             print(f"[3] {tool} not installed: skipped")
             continue
         cfg_a = forced_full.model_copy(update={"algorithm": algorithm})
-        command = f"xargs -0 {tool} < {listing} > /dev/null"
+        # At the priority the check runs at (nice 19, idle IO class): on a busy machine both wait alike,
+        # so the ratio measures the hashing, not the scheduler.
+        command = f"nice -n 19 ionice -c 3 xargs -0 {tool} < {listing} > /dev/null"
         t_ours = best_of(repeat, on_fresh_thread(cfg_a))
         t_tool = best_of(repeat, lambda command=command: subprocess.run(command, shell=True, check=True))
         mbps = total_bytes / 2**20 / t_ours

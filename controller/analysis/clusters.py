@@ -7,8 +7,8 @@ so a slow degradation over days is caught as well as a sudden one. The stretch i
 exactly (binomial, conservative for unequal per-test probabilities) with a penalty for having been
 chosen among the entity's bins, and the false discovery rate is controlled across every entity and
 level tested (Benjamini–Hochberg). Breadth is required: many distinct tests and jobs, and the excess
-must survive dropping the single most-failing test (one test failing on one runner is a test × runner
-interaction, not a sick runner).
+must survive dropping the two most-failing tests (one test failing on one runner is a test × runner
+interaction, a test broken on the only shard that runs it is the test's; neither is a sick runner).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ class Segment:
     q_value: float = 1.0
     distinct_tests: int = 0
     failed_jobs: int = 0
-    without_top_test_p: float = 1.0
-    without_top_test_ratio: float = 0.0
+    without_top_tests_p: float = 1.0
+    without_top_tests_ratio: float = 0.0
     top_test: int = -1
     notes: list[str] = field(default_factory=list)
 
@@ -150,8 +150,11 @@ def breadth(
     job: np.ndarray,
     fail: np.ndarray,
     expected: np.ndarray,
+    top: int,
 ) -> None:
-    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the top test."""
+    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the `top`
+    most-failing tests. A sick runner fails many distinct tests; one or two tests failing over and
+    over (a test × runner interaction, a test broken on the only shard that runs it) are not one."""
     rows = segment.rows
     failed = rows[fail[rows]]
     segment.distinct_tests = int(np.unique(test[failed]).size)
@@ -162,12 +165,12 @@ def breadth(
     if failed.size == 0:
         return
     tests, counts = np.unique(test[failed], return_counts=True)
-    top = int(tests[np.argmax(counts)])
-    segment.top_test = top
-    rest = rows[test[rows] != top]
+    ranked = tests[np.argsort(-counts, kind="stable")]
+    segment.top_test = int(ranked[0])
+    rest = rows[~np.isin(test[rows], ranked[:top])]
     o, x = float(fail[rest].sum()), float(expected[rest].sum())
-    segment.without_top_test_p = min(1.0, exact_p(o, rest.size, x) * segment.bins_tested)
-    segment.without_top_test_ratio = o / x if x > 0 else math.inf
+    segment.without_top_tests_p = min(1.0, exact_p(o, rest.size, x) * segment.bins_tested)
+    segment.without_top_tests_ratio = o / x if x > 0 else math.inf
 
 
 def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
@@ -177,6 +180,6 @@ def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
         and segment.ratio >= config.min_ratio
         and segment.distinct_tests >= config.min_distinct_tests
         and segment.failed_jobs >= config.min_failed_jobs
-        and segment.without_top_test_p <= max(cutoff, 1e-3)
-        and segment.without_top_test_ratio >= config.min_ratio / 1.5
+        and segment.without_top_tests_p <= max(cutoff, 1e-3)
+        and segment.without_top_tests_ratio >= config.min_ratio / 1.5
     )

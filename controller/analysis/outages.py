@@ -59,9 +59,9 @@ def find_outages(
     expect = np.bincount(inverse, weights=expected)
 
     # Per host within each bin: is it failing well beyond its tests' usual rates *and* beyond its own
-    # rate just before and after (15 min to 2 h away)? An outage is a burst on most hosts at once; the
-    # onset of a sustained sickness has no "normal after", and a host already sick bursts only if it
-    # gets worse still.
+    # rate just before (15 min to 2 h earlier)? An outage is a burst on most hosts at once, and a host
+    # already sick bursts only if it gets worse still. A step that stays (most hosts going sick
+    # together) bursts too; `_transient` tells it apart by what follows.
     key = combine(inverse.astype(np.int64), host)
     unique_hosts, hinv = np.unique(key, return_inverse=True)
     h_obs = np.bincount(hinv, weights=f)
@@ -74,20 +74,22 @@ def find_outages(
     # Jobs report when they end, so one 5-minute bin sees only the hosts that happened to finish a job
     # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
     active, failing = _hosts_bursting(bins, h_bin, h_host, h_obs, h_exp, h_n, radius, config)
-    # The fleet's own rate before and after (15 min to 2 h away): a burst stands out from both.
-    fleet_around = np.maximum(
-        _rate_between(bins, observed, executions, -2 * radius, -3),
-        _rate_between(bins, observed, executions, 3, 2 * radius),
-    )
+    # The fleet's own rate before (15 min to 2 h earlier): a burst stands out from it. Whether the
+    # fleet came back afterwards is asked of each whole span at the end (`_transient`): a bin inside an
+    # hour-long outage has the outage itself on both sides.
+    fleet_before = _rate_between(bins, observed, executions, -2 * radius, -3)
 
     failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
 
     p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
-    p_own = np.minimum(p, stats.binom.sf(observed - 1, executions, np.clip(fleet_around, 1e-9, 1)))
-    # Beyond the tests' usual rates, or (where hosts already fail a lot) beyond the fleet's own rate.
-    beyond = (observed >= config.outage_min_ratio * expect) | _beyond_own_rate(
-        observed, executions, fleet_around, config, config.outage_p
+    p_own = np.minimum(p, stats.binom.sf(observed - 1, executions, np.clip(fleet_before, 1e-9, 1)))
+    # Beyond the tests' usual rates, or beyond the fleet's own rate just before: a multiple of it, or
+    # (where hosts already fail a lot, so no multiple is possible) a share of the passes it lost.
+    beyond = (
+        (observed >= config.outage_min_ratio * expect)
+        | (observed >= config.outage_min_ratio * fleet_before * executions)
+        | _beyond_own_rate(observed, executions, fleet_before, config, config.outage_p)
     )
     flagged = (
         beyond
@@ -100,7 +102,7 @@ def find_outages(
             # Or the whole fleet bursts above its own rate on either side, on more than one host:
             # on as many as above where that many are active, on most of them in a smaller fleet.
             | (
-                (observed >= config.outage_min_ratio * fleet_around * executions)
+                (observed >= config.outage_min_ratio * fleet_before * executions)
                 & (
                     failing
                     >= np.maximum(2, np.minimum(config.outage_min_runners, config.outage_min_share * active))
@@ -120,6 +122,10 @@ def find_outages(
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
+    hosts = (h_bin, h_host, h_obs, h_n)
+    # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
+    join = 2 * config.outage_pad_bins + 1
+    flagged = _transient(bins, flagged, observed, executions, hosts, radius, join)
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
 
@@ -139,6 +145,98 @@ def _beyond_own_rate(
     p = stats.binom.sf(observed - 1, executions, np.clip(rate, 1e-9, 1 - 1e-9))
     beyond: np.ndarray = (observed >= 2) & (rate < 1) & (lost >= config.outage_min_lost_passes) & (p < p_max)
     return beyond
+
+
+def _transient(
+    bins: np.ndarray,
+    flagged: np.ndarray,
+    observed: np.ndarray,
+    executions: np.ndarray,
+    hosts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    radius: int,
+    join: int,
+) -> np.ndarray:
+    """Keep the flagged runs that the hosts came back from. A step that stays (an image rolled out to
+    most of the fleet, a shared cache poisoned for good) is not an outage.
+
+    Judged per host that burst during the run against its own rate before it: it came back when its
+    rate after the run is at most halfway from its rate before to its rate during. Most such hosts must
+    have come back; a host that went sick during the outage does not veto it. Where no host has enough
+    data on both sides, the fleet as a whole is judged the same way, and a run too close to the end of
+    the data to tell is kept: an outage in progress has no after yet."""
+    h_bin, h_host, h_obs, h_n = hosts
+    kept = flagged.copy()
+    for start, stop in _runs(bins, flagged, join):
+        first, last = int(bins[start]), int(bins[stop - 1])
+        # Before and after: the 2·radius bins with data nearest the run, 15 min away from it and at
+        # most 12 h: jobs come in waves, and an hour with no job says nothing either way.
+        reach = 12 * radius
+        earlier = np.flatnonzero((bins <= first - 3) & (bins >= first - reach))[-2 * radius :]
+        later = np.flatnonzero((bins >= last + 3) & (bins <= last + reach))[: 2 * radius]
+        windows = {
+            "before": np.isin(h_bin, earlier),
+            "during": (h_bin >= start) & (h_bin < stop),
+            "after": np.isin(h_bin, later),
+        }
+        came_back = went_up = 0
+        for host in np.unique(h_host[windows["during"]]):
+            counts = {}
+            for name, inside in windows.items():
+                mine = inside & (h_host == host)
+                counts[name] = (float(h_obs[mine].sum()), float(h_n[mine].sum()))
+            if min(counts["before"][1], counts["after"][1]) < 10:
+                continue
+            before, after = ((o + 1) / (n + 2) for o, n in (counts["before"], counts["after"]))
+            failed, ran = counts["during"]
+            if failed < 2 or stats.binom.sf(failed - 1, ran, before) >= 1e-3:
+                continue  # this host did not burst
+            went_up += 1
+            came_back += _came_back(before, failed / ran, after)
+        if went_up:
+            if 2 * came_back < went_up:
+                kept[start:stop] = False
+            continue
+        fleet_before = _rate_in(observed, executions, earlier)
+        fleet_after = _rate_in(observed, executions, later)
+        during = observed[start:stop].sum() / max(executions[start:stop].sum(), 1.0)
+        if (
+            fleet_before is not None
+            and fleet_after is not None
+            and not _came_back(fleet_before, during, fleet_after)
+        ):
+            kept[start:stop] = False
+    return kept
+
+
+def _came_back(before: float, during: float, after: float) -> bool:
+    """At least halfway back from the rate during to the rate before."""
+    return after - before <= 0.5 * (during - before)
+
+
+def _runs(bins: np.ndarray, flagged: np.ndarray, join: int) -> list[tuple[int, int]]:
+    """The runs of flagged bins as (start, stop) indices; flagged bins at most `join` bins apart are one
+    run (bins in between, flagged or not, belong to it)."""
+    runs: list[tuple[int, int]] = []
+    start = None
+    last = -1
+    for i in range(bins.size):
+        if not flagged[i]:
+            continue
+        if start is not None and bins[i] - bins[last] > join:
+            runs.append((start, last + 1))
+            start = None
+        if start is None:
+            start = i
+        last = i
+    if start is not None:
+        runs.append((start, last + 1))
+    return runs
+
+
+def _rate_in(observed: np.ndarray, executions: np.ndarray, among: np.ndarray) -> float | None:
+    """The fleet's failure rate over the bins indexed by `among`, or None with fewer than 50 executions."""
+    n = float(executions[among].sum())
+    return (float(observed[among].sum()) + 1) / (n + 2) if n >= 50 else None
 
 
 def _rate_between(
@@ -174,23 +272,23 @@ def _hosts_bursting(
         name: np.concatenate([[0.0], np.cumsum(values[order])])
         for name, values in (("o", h_obs), ("e", h_exp), ("n", h_n))
     }
-    around = _host_rate_around(absolute, h_host, h_obs, h_n, radius)[order]
+    around = _host_rate_before(absolute, h_host, h_obs, h_n, radius)[order]
     # Every (host, bin) pair with data speaks for the bins next to it too.
     centers = np.unique(np.concatenate([key + d for d in (-1, 0, 1)]))
     start = np.searchsorted(key, centers - 1, side="left")
     stop = np.searchsorted(key, centers + 1, side="right")
     w = {name: c[stop] - c[start] for name, c in cum.items()}
     nearest = np.clip(np.searchsorted(key, centers), 0, key.size - 1)
-    rate_around = around[nearest]
+    rate_before = around[nearest]
     active_hosts = w["n"] >= 3
     beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (
-        w["o"] >= 2 * rate_around * w["n"]
+        w["o"] >= 2 * rate_before * w["n"]
     )
-    bursting = active_hosts & (beyond_tests | _beyond_own_rate(w["o"], w["n"], rate_around, config))
+    bursting = active_hosts & (beyond_tests | _beyond_own_rate(w["o"], w["n"], rate_before, config))
     # A host already failing a good share of its tests (a sick one) can hardly show a burst with a
     # job or two: it counts among the active only when it does, so an outage over a fleet with
     # several sick hosts still needs most of the others, not most of all.
-    active_hosts &= (rate_around < config.outage_saturated_rate) | bursting
+    active_hosts &= (rate_before < config.outage_saturated_rate) | bursting
     center_bin = centers % span
     position = np.searchsorted(bins, center_bin)
     known = (position < bins.size) & (bins[np.clip(position, 0, bins.size - 1)] == center_bin)
@@ -199,24 +297,21 @@ def _hosts_bursting(
     return active[: bins.size], failing[: bins.size]
 
 
-def _host_rate_around(
+def _host_rate_before(
     bin_of: np.ndarray, host: np.ndarray, observed: np.ndarray, executions: np.ndarray, radius: int
 ) -> np.ndarray:
-    """Each (host, bin)'s own failure rate before and after it (3 to 2·radius bins away), the larger of
-    the two; 0 where the host has too little data there."""
+    """Each (host, bin)'s own failure rate over the bins 3 to 2·radius before it; 0 where the host has
+    too little data there."""
     order = np.lexsort((bin_of, host))
     h, b = host[order].astype(np.int64), bin_of[order].astype(np.int64)
     key = h * (int(b.max()) + 4 * radius + 10) + b
     cum_o = np.concatenate([[0.0], np.cumsum(observed[order])])
     cum_n = np.concatenate([[0.0], np.cumsum(executions[order])])
-    rates = []
-    for lo, hi in ((-2 * radius, -3), (3, 2 * radius)):
-        start = np.searchsorted(key, key + lo, side="left")
-        stop = np.searchsorted(key, key + hi, side="right")
-        o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
-        rates.append(np.where(n >= 10, (o + 1) / (n + 2), 0.0))
+    start = np.searchsorted(key, key - 2 * radius, side="left")
+    stop = np.searchsorted(key, key - 3, side="right")
+    o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
     around = np.empty(order.size)
-    around[order] = np.maximum(rates[0], rates[1])
+    around[order] = np.where(n >= 10, (o + 1) / (n + 2), 0.0)
     return around
 
 

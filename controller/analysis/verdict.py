@@ -89,7 +89,7 @@ def build_incident(
             "bins_scanned": seg.bins_tested,
             "distinct_tests": seg.distinct_tests,
             "failed_jobs": seg.failed_jobs,
-            "without_top_test_p": seg.without_top_test_p,
+            "without_top_tests_p": seg.without_top_tests_p,
             "passed_elsewhere": _passed_elsewhere(frame, level, seg, bins, usable),
             "spread": cluster.child_note,
         },
