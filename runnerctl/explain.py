@@ -86,7 +86,12 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
         _line(
             f"  breadth: {stats['distinct_tests']} distinct tests failed in {stats['failed_jobs']} jobs; "
             f"{passed['passed_on_peers']} of {passed['failed_tests']} passed on peers in the same hours; "
-            f"without its two most-failing tests p = {stats['without_top_tests_p']:.3g}"
+            f"without its most-failing test p = {stats['without_top_test_p']:.3g}"
+            + (
+                f", beyond its two most-failing p = {stats['beyond_top_two_p']:.3g}"
+                if "beyond_top_two_p" in stats
+                else ""
+            )
         )
         if stats.get("spread"):
             _line(f"  spread: {stats['spread']}")

@@ -65,7 +65,7 @@ def find_clusters(
         else:
             segments, expected = first[name]
         for segment in segments:
-            breadth(segment, test, job, fail, expected, config.min_distinct_tests - 1)
+            breadth(segment, test, job, fail, expected)
             if not is_cluster(segment, cutoff, config):
                 continue
             note = _spread_over_children(segment, level, frame, usable, expected, cutoff, config)
@@ -132,7 +132,7 @@ def _elevated(
                 # Judged on what earlier rounds did not leave out already: an image whose excess is
                 # all on the runners left out so far is not elevated itself.
                 segment = _without(segment, contaminated, fail, expected)
-                breadth(segment, test, job, fail, expected, config.min_distinct_tests - 1)
+                breadth(segment, test, job, fail, expected)
                 if is_cluster(segment, cutoff, suspicious):
                     grown |= _stretch(frame, levels[name], segment, bins)
         if not (grown & ~contaminated).any():

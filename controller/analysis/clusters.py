@@ -7,8 +7,10 @@ so a slow degradation over days is caught as well as a sudden one. The stretch i
 exactly (binomial, conservative for unequal per-test probabilities) with a penalty for having been
 chosen among the entity's bins, and the false discovery rate is controlled across every entity and
 level tested (Benjamini–Hochberg). Breadth is required: many distinct tests and jobs, and the excess
-must survive dropping the two most-failing tests (one test failing on one runner is a test × runner
-interaction, a test broken on the only shard that runs it is the test's; neither is a sick runner).
+must survive dropping the single most-failing test (one test failing on one runner is a test × runner
+interaction, not a sick runner), and tests beyond the two most-failing must still fail beyond chance
+(a test × runner interaction and a test broken on the only shard that runs it, on one runner, are two
+tests, not a sick runner).
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ class Segment:
     q_value: float = 1.0
     distinct_tests: int = 0
     failed_jobs: int = 0
-    without_top_tests_p: float = 1.0
-    without_top_tests_ratio: float = 0.0
+    without_top_test_p: float = 1.0
+    without_top_test_ratio: float = 0.0
+    beyond_top_two_p: float = 1.0
+    beyond_top_two_ratio: float = 0.0
     top_test: int = -1
     notes: list[str] = field(default_factory=list)
 
@@ -150,11 +154,8 @@ def breadth(
     job: np.ndarray,
     fail: np.ndarray,
     expected: np.ndarray,
-    top: int,
 ) -> None:
-    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the `top`
-    most-failing tests. A sick runner fails many distinct tests; one or two tests failing over and
-    over (a test × runner interaction, a test broken on the only shard that runs it) are not one."""
+    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the top test."""
     rows = segment.rows
     failed = rows[fail[rows]]
     segment.distinct_tests = int(np.unique(test[failed]).size)
@@ -167,10 +168,19 @@ def breadth(
     tests, counts = np.unique(test[failed], return_counts=True)
     ranked = tests[np.argsort(-counts, kind="stable")]
     segment.top_test = int(ranked[0])
-    rest = rows[~np.isin(test[rows], ranked[:top])]
+    rest = rows[test[rows] != ranked[0]]
     o, x = float(fail[rest].sum()), float(expected[rest].sum())
-    segment.without_top_tests_p = min(1.0, exact_p(o, rest.size, x) * segment.bins_tested)
-    segment.without_top_tests_ratio = o / x if x > 0 else math.inf
+    segment.without_top_test_p = min(1.0, exact_p(o, rest.size, x) * segment.bins_tested)
+    segment.without_top_test_ratio = o / x if x > 0 else math.inf
+    # Beyond the top two, a plain check that the rest fail more than chance, not a second discovery.
+    rest = rows[~np.isin(test[rows], ranked[:2])]
+    o, x = float(fail[rest].sum()), float(expected[rest].sum())
+    segment.beyond_top_two_p = exact_p(o, rest.size, x)
+    segment.beyond_top_two_ratio = o / x if x > 0 else math.inf
+
+
+# How clearly the tests beyond the two most-failing must still fail more than expected.
+BEYOND_TOP_TWO_P = 0.05
 
 
 def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
@@ -180,6 +190,8 @@ def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
         and segment.ratio >= config.min_ratio
         and segment.distinct_tests >= config.min_distinct_tests
         and segment.failed_jobs >= config.min_failed_jobs
-        and segment.without_top_tests_p <= max(cutoff, 1e-3)
-        and segment.without_top_tests_ratio >= config.min_ratio / 1.5
+        and segment.without_top_test_p <= max(cutoff, 1e-3)
+        and segment.without_top_test_ratio >= config.min_ratio / 1.5
+        and segment.beyond_top_two_p <= BEYOND_TOP_TWO_P
+        and segment.beyond_top_two_ratio >= config.min_ratio / 1.5
     )
