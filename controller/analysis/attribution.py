@@ -27,6 +27,8 @@ from controller.analysis.evidence import Badness, examine
 from controller.analysis.frame import Frame
 from controller.analysis.levels import LEVELS, Level, build_levels
 
+# How unlikely a child's own failures must be for it to count among those the cause reached.
+CHILD_P = 0.01
 # How unlikely a clean child must be under the common-cause hypothesis before it refutes it.
 SPARED_P = 1e-3
 
@@ -258,7 +260,9 @@ def _spread_over_children(
     exp = np.bincount(inverse, weights=expected[rows])
     n = np.bincount(inverse)
     considered = n >= 3
-    elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp))
+    # A child shares the cause when its own excess is beyond chance, not when two failures met an
+    # expectation of one half: such noise would make a pool look sick wherever half its hosts are.
+    elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp)) & (stats.poisson.sf(obs - 1, exp) < CHILD_P)
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None
     if _a_child_is_spared(obs, exp, considered, elevated):
