@@ -160,8 +160,9 @@ def _transient(
     most of the fleet, a shared cache poisoned for good) is not an outage.
 
     Judged per host that burst during the run against its own rate before it: it came back when its
-    rate after the run is at most halfway from its rate before to its rate during. Most such hosts must
-    have come back; a host that went sick during the outage does not veto it. Where no host has enough
+    rate after the run is at most halfway from its rate before to its rate during. At least a third of
+    them must have come back: hosts that went sick during the outage (a bad image reaching half the
+    pool in the same hour) do not veto it, while a step that stays brings back almost none. Where no host has enough
     data on both sides, the fleet as a whole is judged the same way, and a run too close to the end of
     the data to tell is kept: an outage in progress has no after yet."""
     h_bin, h_host, h_obs, h_n = hosts
@@ -193,7 +194,7 @@ def _transient(
             went_up += 1
             came_back += _came_back(before, failed / ran, after)
         if went_up:
-            if 2 * came_back < went_up:
+            if 3 * came_back < went_up:
                 kept[start:stop] = False
             continue
         fleet_before = _rate_in(observed, executions, earlier)
