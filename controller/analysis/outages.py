@@ -71,16 +71,59 @@ def find_outages(
     h_bin[hinv] = inverse
     h_host = np.zeros(unique_hosts.size, np.int64)
     h_host[hinv] = host
+    failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
+    distinct = np.bincount(failed_pairs[0], minlength=bins.size)
+    counts = _Counts(bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n)
+    hosts = (h_bin, h_host, h_obs, h_n)
+    # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
+    join = 2 * config.outage_pad_bins + 1
+    # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
+    # every bin against the rates with the outages found at first left out.
+    flagged = np.zeros(bins.size, bool)
+    for _ in range(2):
+        flagged, active, failing = _flag(counts, flagged, radius, config)
+        flagged = _transient(bins, flagged, observed, executions, hosts, radius, join)
+    return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Per bin (observed, executions, expected, distinct failed tests) and per (host, bin) pair."""
+
+    bins: np.ndarray
+    observed: np.ndarray
+    executions: np.ndarray
+    expect: np.ndarray
+    distinct: np.ndarray
+    h_bin: np.ndarray
+    h_host: np.ndarray
+    h_obs: np.ndarray
+    h_exp: np.ndarray
+    h_n: np.ndarray
+
+
+def _flag(
+    counts: _Counts, excluded: np.ndarray, radius: int, config: AnalysisConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flagged bins, active hosts, bursting hosts) per bin; `excluded` bins feed no rate "before"."""
+    bins, observed, executions, expect, distinct = (
+        counts.bins,
+        counts.observed,
+        counts.executions,
+        counts.expect,
+        counts.distinct,
+    )
+    h_bin, h_host, h_obs, h_exp, h_n = counts.h_bin, counts.h_host, counts.h_obs, counts.h_exp, counts.h_n
     # Jobs report when they end, so one 5-minute bin sees only the hosts that happened to finish a job
     # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
-    active, failing = _hosts_bursting(bins, h_bin, h_host, h_obs, h_exp, h_n, radius, config)
+    keep = ~excluded[h_bin]
+    active, failing = _hosts_bursting(
+        bins, h_bin, h_host, h_obs, h_exp, h_n, (h_obs * keep, h_n * keep), radius, config
+    )
     # The fleet's own rate before (15 min to 2 h earlier): a burst stands out from it. Whether the
     # fleet came back afterwards is asked of each whole span at the end (`_transient`): a bin inside an
     # hour-long outage has the outage itself on both sides.
-    fleet_before = _rate_between(bins, observed, executions, -2 * radius, -3)
-
-    failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
-    distinct = np.bincount(failed_pairs[0], minlength=bins.size)
+    fleet_before = _rate_between(bins, observed * ~excluded, executions * ~excluded, -2 * radius, -3)
 
     p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
     p_own = np.minimum(p, stats.binom.sf(observed - 1, executions, np.clip(fleet_before, 1e-9, 1)))
@@ -122,11 +165,7 @@ def find_outages(
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
-    hosts = (h_bin, h_host, h_obs, h_n)
-    # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
-    join = 2 * config.outage_pad_bins + 1
-    flagged = _transient(bins, flagged, observed, executions, hosts, radius, join)
-    return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
+    return flagged, active, failing
 
 
 def _beyond_own_rate(
@@ -260,10 +299,12 @@ def _hosts_bursting(
     h_obs: np.ndarray,
     h_exp: np.ndarray,
     h_n: np.ndarray,
+    before: tuple[np.ndarray, np.ndarray],
     radius: int,
     config: AnalysisConfig,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per bin: how many hosts were active in it or next to it, and how many of those burst."""
+    """Per bin: how many hosts were active in it or next to it, and how many of those burst.
+    `before` is (failures, executions) per (host, bin) pair as the rates before a bin may count them."""
     absolute = bins[h_bin].astype(np.int64)
     order = np.lexsort((absolute, h_host))
     host_sorted, bin_sorted = h_host[order].astype(np.int64), absolute[order]
@@ -273,7 +314,7 @@ def _hosts_bursting(
         name: np.concatenate([[0.0], np.cumsum(values[order])])
         for name, values in (("o", h_obs), ("e", h_exp), ("n", h_n))
     }
-    around = _host_rate_before(absolute, h_host, h_obs, h_n, radius)[order]
+    around = _host_rate_before(absolute, h_host, before[0], before[1], radius)[order]
     # Every (host, bin) pair with data speaks for the bins next to it too.
     centers = np.unique(np.concatenate([key + d for d in (-1, 0, 1)]))
     start = np.searchsorted(key, centers - 1, side="left")
@@ -285,7 +326,16 @@ def _hosts_bursting(
     beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (
         w["o"] >= 2 * rate_before * w["n"]
     )
-    bursting = active_hosts & (beyond_tests | _beyond_own_rate(w["o"], w["n"], rate_before, config))
+    # Or far beyond the host's own rate before, where it has one: a clean host failing an eighth of a
+    # job is bursting even where its tests fail often elsewhere (a broken test, a flaky one).
+    beyond_own = (
+        (rate_before > 0)
+        & (w["o"] >= np.maximum(2, config.outage_min_ratio * rate_before * w["n"]))
+        & (stats.binom.sf(w["o"] - 1, w["n"], np.clip(rate_before, 1e-9, 1 - 1e-9)) < 1e-3)
+    )
+    bursting = active_hosts & (
+        beyond_tests | beyond_own | _beyond_own_rate(w["o"], w["n"], rate_before, config)
+    )
     # A host already failing a good share of its tests (a sick one) can hardly show a burst with a
     # job or two: it counts among the active only when it does, so an outage over a fleet with
     # several sick hosts still needs most of the others, not most of all.

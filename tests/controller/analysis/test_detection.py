@@ -197,7 +197,8 @@ def to_ms_text(text: str) -> int:
 
 
 @pytest.mark.parametrize(
-    ("number", "seed"), [(11, 1), (13, 1), (18, 2), (37, 1), (60, 1), (97, 1), (133, 1), (134, 1)]
+    ("number", "seed"),
+    [(11, 1), (13, 1), (18, 2), (37, 1), (60, 1), (97, 1), (133, 1), (134, 1), (37, 2), (60, 2)],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
     # 11: a test that broke on every host of an ephemeral pool is one test, not a sick pool, and the
@@ -213,7 +214,9 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # half of a static pool are a runner and an image, not a sick pool; hosts with two failures
     # against half of one expected do not share the cause. 134: a bad image reaches half the pool
     # 20 minutes before an outage, so half the hosts that burst never come back; the outage still
-    # stands, and the five healthy runners it hit are not sick.
+    # stands, and the five healthy runners it hit are not sick. 37 and 60 on seed 2: deep in an
+    # hour-long outage the rate "before" holds the outage's start, and hosts failing an eighth of a
+    # job burst against their own clean rate even where their tests fail often elsewhere.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
