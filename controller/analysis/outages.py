@@ -74,7 +74,6 @@ def find_outages(
     failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
     counts = _Counts(bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n)
-    hosts = (h_bin, h_host, h_obs, h_n)
     # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
     join = 2 * config.outage_pad_bins + 1
     # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
@@ -82,7 +81,7 @@ def find_outages(
     flagged = np.zeros(bins.size, bool)
     for _ in range(2):
         flagged, active, failing = _flag(counts, flagged, radius, config)
-        flagged = _transient(bins, flagged, observed, executions, hosts, radius, join)
+        flagged = _transient(counts, flagged, radius, join)
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
 
@@ -106,19 +105,13 @@ def _flag(
     counts: _Counts, excluded: np.ndarray, radius: int, config: AnalysisConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(flagged bins, active hosts, bursting hosts) per bin; `excluded` bins feed no rate "before"."""
-    bins, observed, executions, expect, distinct = (
-        counts.bins,
-        counts.observed,
-        counts.executions,
-        counts.expect,
-        counts.distinct,
-    )
-    h_bin, h_host, h_obs, h_exp, h_n = counts.h_bin, counts.h_host, counts.h_obs, counts.h_exp, counts.h_n
+    bins, observed, executions, expect = counts.bins, counts.observed, counts.executions, counts.expect
+    h_bin, h_obs, h_n = counts.h_bin, counts.h_obs, counts.h_n
     # Jobs report when they end, so one 5-minute bin sees only the hosts that happened to finish a job
     # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
     keep = ~excluded[h_bin]
     active, failing = _hosts_bursting(
-        bins, h_bin, h_host, h_obs, h_exp, h_n, (h_obs * keep, h_n * keep), radius, config
+        bins, h_bin, counts.h_host, h_obs, counts.h_exp, h_n, (h_obs * keep, h_n * keep), radius, config
     )
     # The fleet's own rate before (15 min to 2 h earlier): a burst stands out from it. Whether the
     # fleet came back afterwards is asked of each whole span at the end (`_transient`): a bin inside an
@@ -142,8 +135,8 @@ def _flag(
                 (failing >= config.outage_min_runners)
                 & (failing >= config.outage_min_share * np.maximum(active, 1))
             )
-            # Or the whole fleet bursts above its own rate on either side, on more than one host:
-            # on as many as above where that many are active, on most of them in a smaller fleet.
+            # Or the whole fleet bursts above its own rate before, on more than one host: on as
+            # many as above where that many are active, on most of them in a smaller fleet.
             | (
                 (observed >= config.outage_min_ratio * fleet_before * executions)
                 & (
@@ -152,7 +145,7 @@ def _flag(
                 )
             )
         )
-        & (distinct >= 3)
+        & (counts.distinct >= 3)
     )
     # An outage's edges are weaker than its core: grow each core over neighbouring bins that are
     # still clearly elevated on more than one host.
@@ -186,25 +179,18 @@ def _beyond_own_rate(
     return beyond
 
 
-def _transient(
-    bins: np.ndarray,
-    flagged: np.ndarray,
-    observed: np.ndarray,
-    executions: np.ndarray,
-    hosts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    radius: int,
-    join: int,
-) -> np.ndarray:
+def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> np.ndarray:
     """Keep the flagged runs that the hosts came back from. A step that stays (an image rolled out to
     most of the fleet, a shared cache poisoned for good) is not an outage.
 
     Judged per host that burst during the run against its own rate before it: it came back when its
     rate after the run is at most halfway from its rate before to its rate during. At least a third of
     them must have come back: hosts that went sick during the outage (a bad image reaching half the
-    pool in the same hour) do not veto it, while a step that stays brings back almost none. Where no host has enough
-    data on both sides, the fleet as a whole is judged the same way, and a run too close to the end of
-    the data to tell is kept: an outage in progress has no after yet."""
-    h_bin, h_host, h_obs, h_n = hosts
+    pool in the same hour) do not veto it, while a step that stays brings back almost none. Where no
+    host has enough data on both sides, the fleet as a whole is judged the same way, and a run too
+    close to the end of the data to tell is kept: an outage in progress has no after yet."""
+    bins, observed, executions = counts.bins, counts.observed, counts.executions
+    h_bin, h_host, h_obs, h_n = counts.h_bin, counts.h_host, counts.h_obs, counts.h_n
     kept = flagged.copy()
     for start, stop in _runs(bins, flagged, join):
         first, last = int(bins[start]), int(bins[stop - 1])
@@ -220,14 +206,14 @@ def _transient(
         }
         came_back = went_up = 0
         for host in np.unique(h_host[windows["during"]]):
-            counts = {}
+            tally = {}
             for name, inside in windows.items():
                 mine = inside & (h_host == host)
-                counts[name] = (float(h_obs[mine].sum()), float(h_n[mine].sum()))
-            if min(counts["before"][1], counts["after"][1]) < 10:
+                tally[name] = (float(h_obs[mine].sum()), float(h_n[mine].sum()))
+            if min(tally["before"][1], tally["after"][1]) < 10:
                 continue
-            before, after = ((o + 1) / (n + 2) for o, n in (counts["before"], counts["after"]))
-            failed, ran = counts["during"]
+            before, after = ((o + 1) / (n + 2) for o, n in (tally["before"], tally["after"]))
+            failed, ran = tally["during"]
             if failed < 2 or stats.binom.sf(failed - 1, ran, before) >= 1e-3:
                 continue  # this host did not burst
             went_up += 1
