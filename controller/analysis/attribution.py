@@ -8,6 +8,7 @@ healthy host is never blamed for running a sick image.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -68,7 +69,9 @@ def find_clusters(
             segments, expected = first[name]
         for segment in segments:
             breadth(segment, test, job, fail, expected)
-            if not is_cluster(segment, cutoff, config):
+            if not is_cluster(segment, cutoff, config) or _passing_burst(
+                segment, level, frame, usable, config
+            ):
                 continue
             note = _spread_over_children(segment, level, frame, usable, expected, cutoff, config)
             if note and not _one_cause(segment, level, frame, badness, config):
@@ -231,6 +234,28 @@ def _scan(
     expected = rates.expected(level, reference & usable)
     segments, count = scan_entities(level.name, level.entity, bins, frame.fail, expected, rows, config)
     return segments, expected, count
+
+
+def _passing_burst(
+    segment: Segment, level: Level, frame: Frame, usable: np.ndarray, config: AnalysisConfig
+) -> bool:
+    """True when most of the failures (four in five: a stray one hours earlier does not count) fell
+    within a few minutes and the entity then ran cleanly: a burst it shared with whatever failed at
+    that moment (an outage too small or too sparse to see fleet-wide), not a sick entity. A sick
+    runner keeps failing; one whose burst is the end of the data so far is still judged on it."""
+    times = np.sort(frame.time_ms[segment.rows[frame.fail[segment.rows]]])
+    most = max(1, math.ceil(0.8 * times.size))
+    widths = times[most - 1 :] - times[: times.size - most + 1]
+    start = int(np.argmin(widths))
+    if widths[start] > config.burst_max_s * 1000:
+        return False
+    window_end = int(times[start]) + config.burst_max_s * 1000
+    last = int(times[times <= window_end].max())
+    later = np.flatnonzero((level.entity == segment.entity) & usable & (frame.time_ms > last))
+    later = later[np.argsort(frame.time_ms[later], kind="stable")]
+    failing = np.flatnonzero(frame.fail[later])
+    clean_run = int(failing[0]) if failing.size else int(later.size)
+    return clean_run >= config.resolve_after_executions
 
 
 def _spread_over_children(

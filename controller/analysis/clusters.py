@@ -188,6 +188,7 @@ def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
         segment.p_adjusted <= cutoff
         and segment.failures >= config.min_failures
         and segment.ratio >= config.min_ratio
+        and segment.failures - segment.expected >= config.min_excess_rate * segment.executions
         and segment.distinct_tests >= config.min_distinct_tests
         and segment.failed_jobs >= config.min_failed_jobs
         and segment.without_top_test_p <= max(cutoff, 1e-3)

@@ -35,6 +35,15 @@ class AnalysisConfig(BaseModel):
     reference_exclusion_rounds: int = Field(
         default=4, ge=1, description="passes of leaving excesses out of the peers before judging"
     )
+    min_excess_rate: float = Field(
+        default=0.01,
+        description="failures beyond expected, per execution in the stretch, a cluster needs: healthy "
+        "runners differ by a few tenths of a percent, a sick one fails a share of its work",
+    )
+    burst_max_s: int = Field(
+        default=1800,
+        description="failures all within this long, followed by a clean run, are a passing burst",
+    )
     min_failures: int = 3
     min_distinct_tests: int = 3
     min_failed_jobs: int = 2

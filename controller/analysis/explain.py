@@ -71,8 +71,10 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
     if incident is None:
         notes = [
             f"to become suspect: a stretch of failures at least {config.min_ratio:g}x what the same tests do on "
-            f"peers, across {config.min_distinct_tests}+ distinct tests and {config.min_failed_jobs}+ jobs, "
-            f"significant after Benjamini–Hochberg at q={config.fdr_q:g}",
+            f"peers and {config.min_excess_rate:.0%} of its executions beyond them, across "
+            f"{config.min_distinct_tests}+ distinct tests and {config.min_failed_jobs}+ jobs, "
+            f"significant after Benjamini–Hochberg at q={config.fdr_q:g}, and lasting beyond a burst of "
+            f"{config.burst_max_s // 60} minutes it recovered from at once",
         ]
         if health.get("warnings"):
             notes.append("its bad readings alone never make it sick: a failure excess must come with them")

@@ -198,7 +198,20 @@ def to_ms_text(text: str) -> int:
 
 @pytest.mark.parametrize(
     ("number", "seed"),
-    [(11, 1), (13, 1), (18, 2), (37, 1), (60, 1), (97, 1), (133, 1), (134, 1), (37, 2), (60, 2)],
+    [
+        (11, 1),
+        (13, 1),
+        (18, 2),
+        (37, 1),
+        (60, 1),
+        (67, 1),
+        (97, 1),
+        (116, 1),
+        (133, 1),
+        (134, 1),
+        (37, 2),
+        (60, 2),
+    ],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
     # 11: a test that broke on every host of an ephemeral pool is one test, not a sick pool, and the
@@ -217,6 +230,8 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # stands, and the five healthy runners it hit are not sick. 37 and 60 on seed 2: deep in an
     # hour-long outage the rate "before" holds the outage's start, and hosts failing an eighth of a
     # job burst against their own clean rate even where their tests fail often elsewhere.
+    # 67 and 116: a healthy runner whose background failures run three to four times its peers' is
+    # not sick: it fails an extra 0.3 % of its tests, where a sick one fails a share of its work.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
@@ -262,3 +277,51 @@ def test_two_of_three_sick_within_one_minute_of_history() -> None:
         ("runner", "w2", "suspect"),
         ("runner", "w3", "suspect"),
     }
+
+
+def _four_workers(burst_jobs: set[int], jobs: int = 36) -> Frame:
+    """Four workers, a 12-test job each every 10 minutes; w2 fails 9 of 12 tests in `burst_jobs`."""
+    frame = Frame()
+    rows: list[tuple[object, ...]] = []
+    start = 1_796_287_200_000
+    for round_ in range(jobs):
+        for worker in ("w1", "w2", "w3", "w4"):
+            job = f"{worker}-{round_}"
+            for test in range(12):
+                failed = worker == "w2" and round_ in burst_jobs and test < 9
+                rows.append(
+                    (
+                        len(rows) + 1,
+                        start + round_ * 600_000 + test * 1000,
+                        "failed" if failed else "passed",
+                        False,
+                        f"tests/test_suite.py::test_{test}",
+                        worker,
+                        f"{worker}-host",
+                        "workers",
+                        None,
+                        None,
+                        job,
+                        job,
+                        "c0ffee",
+                    )
+                )
+    frame.append_results(rows)
+    return frame
+
+
+def test_a_burst_the_runner_ran_cleanly_after_is_not_a_sick_runner() -> None:
+    # Two jobs ten minutes apart fail nine tests each, then thirty more jobs pass: whatever broke at
+    # that moment (an outage too sparse to see fleet-wide) passed, and draining w2 would help nobody.
+    assert analyse(_four_workers({4, 5})).incidents == []
+
+
+def test_the_same_burst_at_the_end_of_the_data_is_judged() -> None:
+    # Nothing has run on w2 since its burst: it may be sick now, so it is judged on what there is.
+    analysis = analyse(_four_workers({34, 35}))
+    assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("runner", "w2")}
+
+
+def test_a_runner_that_keeps_failing_after_a_burst_is_judged() -> None:
+    analysis = analyse(_four_workers({4, 5, 12, 20, 28}))
+    assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("runner", "w2")}
