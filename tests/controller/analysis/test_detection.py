@@ -211,6 +211,7 @@ def to_ms_text(text: str) -> int:
         (134, 1),
         (37, 2),
         (60, 2),
+        (76, 2),
     ],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
@@ -232,6 +233,8 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # job burst against their own clean rate even where their tests fail often elsewhere.
     # 67 and 116: a healthy runner whose background failures run three to four times its peers' is
     # not sick: it fails an extra 0.3 % of its tests, where a sick one fails a share of its work.
+    # 76 on seed 2: a static pool's jobs come in waves over two hours apart, so its sick hosts had
+    # no rate "before" within two hours and looked like clean hosts bursting: three false outages.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
