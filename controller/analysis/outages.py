@@ -306,8 +306,10 @@ def _hosts_bursting(
     start = np.searchsorted(key, centers - 1, side="left")
     stop = np.searchsorted(key, centers + 1, side="right")
     w = {name: c[stop] - c[start] for name, c in cum.items()}
-    nearest = np.clip(np.searchsorted(key, centers), 0, key.size - 1)
-    rate_before = around[nearest]
+    # The host's rate before its latest pair inside the window: always one of its own pairs (every
+    # center is within a bin of one), never a later wave's or another host's.
+    latest = np.searchsorted(key, centers + 1, side="right") - 1
+    rate_before = around[latest]
     active_hosts = w["n"] >= 3
     beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (
         w["o"] >= 2 * rate_before * w["n"]
