@@ -110,7 +110,7 @@ def _flag(
     # Jobs report when they end, so one 5-minute bin sees only the hosts that happened to finish a job
     # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
     keep = ~excluded[h_bin]
-    active, failing = _hosts_bursting(
+    active, failing, unsaturated_excess = _hosts_bursting(
         bins, h_bin, counts.h_host, h_obs, counts.h_exp, h_n, (h_obs * keep, h_n * keep), radius, config
     )
     # The fleet's own rate before (15 min to 2 h earlier): a burst stands out from it. Whether the
@@ -120,10 +120,13 @@ def _flag(
 
     p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
     p_own = np.minimum(p, stats.binom.sf(observed - 1, executions, np.clip(fleet_before, 1e-9, 1)))
-    # Beyond the tests' usual rates, or beyond the fleet's own rate just before: a multiple of it, or
-    # (where hosts already fail a lot, so no multiple is possible) a share of the passes it lost.
+    # Beyond the tests' usual rates (over the whole fleet, or over the hosts not already failing a lot,
+    # which can show a multiple where sick ones dilute it), or beyond the fleet's own rate just before:
+    # a multiple of it, or (where hosts already fail a lot, so no multiple is possible) a share of the
+    # passes it lost.
     beyond = (
         (observed >= config.outage_min_ratio * expect)
+        | unsaturated_excess
         | (observed >= config.outage_min_ratio * fleet_before * executions)
         | _beyond_own_rate(observed, executions, fleet_before, config, config.outage_p)
     )
@@ -288,9 +291,10 @@ def _hosts_bursting(
     before: tuple[np.ndarray, np.ndarray],
     radius: int,
     config: AnalysisConfig,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per bin: how many hosts were active in it or next to it, and how many of those burst.
-    `before` is (failures, executions) per (host, bin) pair as the rates before a bin may count them."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per bin: how many hosts were active in it or next to it, how many of those burst, and whether
+    the hosts not already failing a lot failed, together, beyond their tests' usual rates. `before` is
+    (failures, executions) per (host, bin) pair as the rates before a bin may count them."""
     absolute = bins[h_bin].astype(np.int64)
     order = np.lexsort((absolute, h_host))
     host_sorted, bin_sorted = h_host[order].astype(np.int64), absolute[order]
@@ -333,7 +337,13 @@ def _hosts_bursting(
     known = (position < bins.size) & (bins[np.clip(position, 0, bins.size - 1)] == center_bin)
     active = np.bincount(position[known], weights=active_hosts[known].astype(float), minlength=bins.size)
     failing = np.bincount(position[known], weights=bursting[known].astype(float), minlength=bins.size)
-    return active[: bins.size], failing[: bins.size]
+    unsaturated = known & (rate_before < config.outage_saturated_rate)
+    sums = [
+        np.bincount(position[unsaturated], weights=w[name][unsaturated], minlength=bins.size)[: bins.size]
+        for name in ("o", "e")
+    ]
+    excess = sums[0] >= np.maximum(2.0, config.outage_min_ratio * sums[1])
+    return active[: bins.size], failing[: bins.size], excess
 
 
 def _host_rate_before(

@@ -207,6 +207,7 @@ def to_ms_text(text: str) -> int:
         (60, 1),
         (67, 1),
         (97, 1),
+        (105, 1),
         (116, 1),
         (133, 1),
         (134, 1),
@@ -227,13 +228,16 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # was missed, and seven healthy hosts were called sick for it). 60: a bad image and a sick runner
     # start during an outage, so the fleet never comes back to its rate before; most hosts do, so it
     # is still an outage. 97: a test × runner interaction and a test broken on the only shard that runs
-    # it, on the same runner, are two tests, not a sick runner. 133: a sick runner and a bad image on
-    # half of a static pool are a runner and an image, not a sick pool; hosts with two failures
-    # against half of one expected do not share the cause. 134: a bad image reaches half the pool
-    # 20 minutes before an outage, so half the hosts that burst never come back; the outage still
-    # stands, and the five healthy runners it hit are not sick. 37 and 60 on seed 2: deep in an
-    # hour-long outage the rate "before" holds the outage's start, and hosts failing an eighth of a
-    # job burst against their own clean rate even where their tests fail often elsewhere.
+    # it, on the same runner, are two tests, not a sick runner. 105: an outage over eight runners,
+    # five of them sick or on a bad image, shows as 2.5x the fleet's usual failures; on the three
+    # clean hosts it is 3x. It was missed, and a healthy runner was called sick for it. 133: a sick
+    # runner and a bad image on half of a static pool are a runner and an image, not a sick pool;
+    # hosts with two failures against half of one expected do not share the cause. 134: a bad image
+    # reaches half the pool 20 minutes before an outage, so half the hosts that burst never come
+    # back; the outage still stands, and the five healthy runners it hit are not sick. 37 and 60 on
+    # seed 2: deep in an hour-long outage the rate "before" holds the outage's start, and hosts
+    # failing an eighth of a job burst against their own clean rate even where their tests fail
+    # often elsewhere.
     # 67 and 116: a healthy runner whose background failures run three to four times its peers' is
     # not sick: it fails an extra 0.3 % of its tests, where a sick one fails a share of its work.
     # 76 on seed 2: a static pool's jobs come in waves over two hours apart, so its sick hosts had
