@@ -41,8 +41,9 @@ class AnalysisConfig(BaseModel):
         "runners differ by a few tenths of a percent, a sick one fails a share of its work",
     )
     burst_max_s: int = Field(
-        default=1800,
-        description="failures all within this long, followed by a clean run, are a passing burst",
+        default=3600,
+        description="failures all within this long (about as long as outages last), followed by a clean "
+        "run, are a passing burst",
     )
     min_failures: int = 3
     min_distinct_tests: int = 3
