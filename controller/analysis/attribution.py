@@ -240,7 +240,7 @@ def _passing_burst(
     segment: Segment, level: Level, frame: Frame, usable: np.ndarray, config: AnalysisConfig
 ) -> bool:
     """True when most of the failures (four in five: a stray one hours earlier does not count) fell
-    within a few minutes and the entity then ran cleanly: a burst it shared with whatever failed at
+    within `burst_max_s` (about as long as an outage lasts) and the entity then ran cleanly: a burst it shared with whatever failed at
     that moment (an outage too small or too sparse to see fleet-wide), not a sick entity. A sick
     runner keeps failing; one whose burst is the end of the data so far is still judged on it."""
     times = np.sort(frame.time_ms[segment.rows[frame.fail[segment.rows]]])

@@ -252,6 +252,27 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
         assert any(a <= to_ms(end) and b >= to_ms(start) for a, b in found)
 
 
+def _worker_row(
+    row_id: int, time_ms: int, failed: bool, test: int, worker: str, job: str
+) -> tuple[object, ...]:
+    """One stored result of a persistent worker on its own host, in `Frame.append_results` order."""
+    return (
+        row_id,
+        time_ms,
+        "failed" if failed else "passed",
+        False,
+        f"tests/test_suite.py::test_{test}",
+        worker,
+        f"{worker}-host",
+        "workers",
+        None,
+        None,
+        job,
+        job,
+        "c0ffee",
+    )
+
+
 def test_two_of_three_sick_within_one_minute_of_history() -> None:
     # The real Buildbot budget story at its smallest: three builds per worker, twelve tests each, all
     # finished within seconds; w2 and w3 fail nine tests of every build. Against peers that are half
@@ -264,23 +285,7 @@ def test_two_of_three_sick_within_one_minute_of_history() -> None:
             job = str(3 * build + number + 1)
             for test in range(12):
                 failed = worker != "w1" and test < 9
-                rows.append(
-                    (
-                        len(rows) + 1,
-                        start + 600 * int(job),
-                        "failed" if failed else "passed",
-                        False,
-                        f"tests/test_suite.py::test_{test}",
-                        worker,
-                        f"{worker}-host",
-                        "workers",
-                        None,
-                        None,
-                        job,
-                        job,
-                        "c0ffee",
-                    )
-                )
+                rows.append(_worker_row(len(rows) + 1, start + 600 * int(job), failed, test, worker, job))
     frame.append_results(rows)
     analysis = analyse(frame)
     assert {(i["kind"], i["entity"], i["state"]) for i in analysis.incidents} == {
@@ -299,23 +304,8 @@ def _four_workers(burst_jobs: set[int], jobs: int = 36) -> Frame:
             job = f"{worker}-{round_}"
             for test in range(12):
                 failed = worker == "w2" and round_ in burst_jobs and test < 9
-                rows.append(
-                    (
-                        len(rows) + 1,
-                        start + round_ * 600_000 + test * 1000,
-                        "failed" if failed else "passed",
-                        False,
-                        f"tests/test_suite.py::test_{test}",
-                        worker,
-                        f"{worker}-host",
-                        "workers",
-                        None,
-                        None,
-                        job,
-                        job,
-                        "c0ffee",
-                    )
-                )
+                at = start + round_ * 600_000 + test * 1000
+                rows.append(_worker_row(len(rows) + 1, at, failed, test, worker, job))
     frame.append_results(rows)
     return frame
 
