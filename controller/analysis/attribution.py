@@ -302,26 +302,39 @@ def _spread_over_children(
         return None
     stretch_start = segment.first_bin * config.bin_s * 1000
     tolerance = 2 * config.bin_s * 1000
-    onsets, delays = [], []
+    ratio = obs[elevated].sum() / max(exp[elevated].sum(), 1e-9)
+    onsets, prompt = [], []
     for i in np.flatnonzero(elevated):
         mine = (level.entity == segment.entity) & (level.child == codes[i]) & usable
         began = max(stretch_start, int(frame.time_ms[mine].min()))
         child_onset = _onset(rows[inverse == i], frame, expected)
         onsets.append(child_onset)
         before = mine & (frame.time_ms >= began) & (frame.time_ms < child_onset)
-        delays.append(0 if _jobs_in(frame, before) < 3 else child_onset - began)
+        prompt.append(
+            child_onset - began <= tolerance
+            or _jobs_in(frame, before) < 3
+            or _as_struck(float(fail[before].sum()), float(expected[before].sum()), ratio)
+        )
     # Together: each child fails as soon as it runs under the entity (an image reaching hosts one by
     # one), or all children start at the same moment (a host under several runners).
     middle = float(np.median(onsets))
     aligned = sum(
-        1
-        for onset, delay in zip(onsets, delays, strict=True)
-        if delay <= tolerance or abs(onset - middle) <= tolerance
+        1 for onset, soon in zip(onsets, prompt, strict=True) if soon or abs(onset - middle) <= tolerance
     )
     if aligned * 3 < 2 * len(onsets):
         return None
     kind = "runners" if level.name == "machine" else "hosts"
     return f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
+
+
+def _as_struck(failures: float, expected: float, ratio: float) -> bool:
+    """Whether a child's executions under the entity before its own onset fit the common cause.
+
+    With small jobs a struck child takes several of them to fail clearly beyond chance; it failed
+    in them all the same, as often as the elevated children's excess ratio predicts. A child that
+    ran that long far cleaner than the cause would allow was healthy under the entity at first: its
+    own trouble came later, on its own."""
+    return bool(stats.poisson.cdf(failures, expected * ratio) >= SPARED_P)
 
 
 def _a_child_is_spared(

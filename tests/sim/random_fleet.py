@@ -94,3 +94,19 @@ def random_scenario(number: int) -> Scenario:
     if rng.random() < 0.4:
         events.append(Outage(start=onset(), minutes=float(rng.uniform(20, 60))))
     return replace(base, events=tuple(events))
+
+
+def widened(scenario: Scenario, factor: int) -> Scenario:
+    """The same fleet with `factor` times the runners (and hosts) in every pool, each shard split as
+    many ways: hundreds of runners with small jobs, where per-runner evidence comes slowly. Events
+    keep their targets, which are the first runners of each pool."""
+    pools = tuple(
+        replace(
+            pool,
+            runners=pool.runners * factor,
+            hosts=pool.hosts * factor if pool.ephemeral else pool.hosts,
+            shards=pool.shards * factor if pool.shards else None,
+        )
+        for pool in scenario.pools
+    )
+    return replace(scenario, pools=pools)

@@ -13,7 +13,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.random_fleet import random_scenario
+from tests.sim.random_fleet import random_scenario, widened
 from tests.sim.scenarios import (
     bad_rollout,
     ephemeral_host,
@@ -250,6 +250,17 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     assert len(found) == len(fleet.truth.outages)
     for start, end in fleet.truth.outages:
         assert any(a <= to_ms(end) and b >= to_ms(start) for a, b in found)
+
+
+def test_a_bad_image_on_half_of_a_wide_pool_is_the_image_not_thirty_runners() -> None:
+    # Random fleet 217 with six times the runners: 60 in the pool, its tests split 60 ways, so a job
+    # runs a handful of tests. A host on the bad image takes several jobs to fail clearly beyond
+    # chance, but it fails in them from the start; that lead-in is not the host running cleanly
+    # under the image. It was: the image was missed and its 30 hosts were each called sick.
+    fleet = simulate(widened(random_scenario(217), 6), seed=1)
+    called = judged(analyse(frame_of(fleet)))
+    assert ("image", "alpha-2026.10.1") in called
+    assert called <= set(fleet.truth.sick)
 
 
 def _worker_row(
