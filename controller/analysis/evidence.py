@@ -80,28 +80,61 @@ def judge_readings(frame: Frame, config: AnalysisConfig) -> Badness:
     )
 
 
+# Cache digests are compared within hourly slices, each with the slices `CACHE_REACH_SLICES` either
+# side of it: wide enough that a pool-wide cache update (every runner adopting the new content within
+# the hour or so it takes) leaves both digests each held by most of the pool around it.
+CACHE_SLICE_MS = 3_600_000
+CACHE_REACH_SLICES = 3
+
+
 def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
-    """A cache digest that differs from what most of its pool's runners report that day for the key."""
+    """A cache digest that most of its pool's runners did not hold for the key at about that time.
+
+    A digest is the pool's around a moment when at least two runners, and more than half of those
+    reporting the key, held it within a few hours of that moment. A poisoned cache (a digest of its
+    own) or a bad image's (one its hosts share, a minority) never is; a routine update is, both before
+    and after it, so it makes no runner's readings bad. A runner still on the old content hours after
+    everyone else moved on is."""
     bad = np.zeros(n, bool)
     if frame.c_reading.size == 0:
         return bad
     reading = frame.c_reading
-    pool = frame.r_pool[reading].astype(np.int64)
-    runner = frame.r_runner[reading].astype(np.int64)
-    day = frame.r_time_ms[reading] // 86_400_000
-    groups: dict[tuple[int, int, int], dict[int, set[int]]] = {}
-    for p, k, d, g, r in zip(pool, frame.c_key, day, frame.c_digest, runner, strict=True):
-        groups.setdefault((int(p), int(k), int(d)), {}).setdefault(int(g), set()).add(int(r))
-    majority: dict[tuple[int, int, int], int] = {}
-    for key, digests in groups.items():
-        runners = set().union(*digests.values())
-        best, holders = max(digests.items(), key=lambda item: (len(item[1]), -item[0]))
-        if len(holders) >= 2 and len(holders) * 2 > len(runners):
-            majority[key] = best
-    for i, (p, k, d, g) in enumerate(zip(pool, frame.c_key, day, frame.c_digest, strict=True)):
-        wanted = majority.get((int(p), int(k), int(d)))
-        if wanted is not None and wanted != int(g):
-            bad[reading[i]] = True
+    columns = np.stack(
+        [
+            frame.r_pool[reading].astype(np.int64),
+            frame.c_key.astype(np.int64),
+            frame.r_time_ms[reading] // CACHE_SLICE_MS,
+            frame.c_digest.astype(np.int64),
+            frame.r_runner[reading].astype(np.int64),
+        ]
+    )
+    held, per_reading = np.unique(columns, axis=1, return_inverse=True)
+    # (pool, key) -> slice -> digest -> runners that reported it in that slice
+    slices: dict[tuple[int, int], dict[int, dict[int, set[int]]]] = {}
+    for pool, key, at, digest, runner in held.T.tolist():
+        slices.setdefault((pool, key), {}).setdefault(at, {}).setdefault(digest, set()).add(runner)
+    accepted: dict[tuple[int, int, int], set[int]] = {}
+    for (pool, key), by_slice in slices.items():
+        for at in by_slice:
+            holders: dict[int, set[int]] = {}
+            for near in range(at - CACHE_REACH_SLICES, at + CACHE_REACH_SLICES + 1):
+                for digest, runners in by_slice.get(near, {}).items():
+                    holders.setdefault(digest, set()).update(runners)
+            reporting = len(set().union(*holders.values()))
+            accepted[(pool, key, at)] = {
+                digest
+                for digest, runners in holders.items()
+                if len(runners) >= 2 and 2 * len(runners) > reporting
+            }
+    # Bad only where the pool has a digest of its own to differ from.
+    held_bad = np.array(
+        [
+            bool(accepted[(pool, key, at)]) and digest not in accepted[(pool, key, at)]
+            for pool, key, at, digest, _runner in held.T.tolist()
+        ],
+        dtype=bool,
+    )
+    bad[reading] = held_bad[per_reading.ravel()]
     return bad
 
 

@@ -3,8 +3,8 @@
 
 Results count from `window_days` before as_of, rounded down to a UTC day. Readings reach further:
 evidence looks back `evidence_lookback_s` before a cluster's onset, a reading speaks for
-`reading_stale_s`, and cache digests are compared with the pool's majority per UTC day, so readings
-start whole days earlier — enough to cover the first two and the whole first day for the third.
+`reading_stale_s`, and cache digests are compared with what the pool held within a few hours, so
+readings start whole days earlier — enough to cover all three.
 """
 
 from __future__ import annotations

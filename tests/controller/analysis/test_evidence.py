@@ -1,0 +1,66 @@
+"""Cache evidence: a digest is bad when the pool did not hold it around that time, not when it
+differs from whatever the pool held most of that day."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.evidence import judge_readings
+from controller.analysis.frame import Frame
+
+HOUR_MS = 3_600_000
+DAY0_MS = 1_790_000_000_000 // 86_400_000 * 86_400_000
+
+
+def _cache_frame(
+    digest_of: dict[str, list[str]], every_minutes: int = 15
+) -> tuple[Frame, list[tuple[str, int]]]:
+    """Each runner of one pool reports its `pip` cache digest every quarter hour, from the list."""
+    rows: list[tuple[object, ...]] = []
+    who: list[tuple[str, int]] = []
+    for runner, digests in digest_of.items():
+        for step, digest in enumerate(digests):
+            at = DAY0_MS + step * every_minutes * 60_000
+            data = {"caches": [{"key": "pip", "digest": digest}]}
+            rows.append(
+                (len(rows) + 1, at, runner, f"{runner}-host", "linux", None, "cache", "ok", json.dumps(data))
+            )
+            who.append((runner, at))
+    frame = Frame()
+    frame.append_readings(rows)
+    return frame, who
+
+
+def _bad_cache(frame: Frame, who: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    badness = judge_readings(frame, AnalysisConfig())
+    return {who[i] for i in np.flatnonzero(badness.bad["cache"])}
+
+
+def test_a_pool_wide_cache_update_makes_no_reading_bad() -> None:
+    # Four runners adopt the new lockfile's cache between 14:00 and 14:45, one after another. Both
+    # digests were the pool's, each in its time: per day, one of them would have been "the minority".
+    steps = 96  # a day of quarter hours
+    digest_of = {f"linux-{n}": ["old"] * (56 + n) + ["new"] * (steps - 56 - n) for n in range(4)}
+    frame, who = _cache_frame(digest_of)
+    assert _bad_cache(frame, who) == set()
+
+
+def test_a_poisoned_cache_and_a_runner_left_behind_are_bad() -> None:
+    steps = 96
+    digest_of = {f"linux-{n}": ["old"] * 40 + ["new"] * (steps - 40) for n in range(4)}
+    # linux-4 poisons its cache at 16:00; linux-5 never adopts the update.
+    digest_of["linux-4"] = ["old"] * 40 + ["new"] * 24 + ["poisoned"] * (steps - 64)
+    digest_of["linux-5"] = ["old"] * steps
+    frame, who = _cache_frame(digest_of)
+    bad = _bad_cache(frame, who)
+    poisoned = {(r, t) for r, t in who if r == "linux-4" and t >= DAY0_MS + 16 * HOUR_MS}
+    assert poisoned <= bad
+    left_behind = {(r, t) for r, t in bad if r == "linux-5"}
+    # Still on the old content hours after the rest of the pool moved on (at 10:00): bad from then on,
+    # and not while the old digest was still everyone's.
+    assert left_behind
+    assert min(t for _r, t in left_behind) > DAY0_MS + 12 * HOUR_MS
+    assert all(r in ("linux-4", "linux-5") for r, _t in bad)
