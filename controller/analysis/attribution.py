@@ -9,6 +9,7 @@ healthy host is never blamed for running a sick image.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -290,7 +291,9 @@ def _spread_over_children(
     elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp)) & (stats.poisson.sf(obs - 1, exp) < CHILD_P)
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None
-    if _a_child_is_spared(obs, exp, considered, elevated):
+    if _a_child_is_spared(
+        rows, inverse, frame.cols["test"][rows], fail[rows], expected[rows], elevated, considered
+    ):
         return None
     worst = int(np.argmax(obs - exp))
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
@@ -302,7 +305,10 @@ def _spread_over_children(
         return None
     stretch_start = segment.first_bin * config.bin_s * 1000
     tolerance = 2 * config.bin_s * 1000
-    ratio = obs[elevated].sum() / max(exp[elevated].sum(), 1e-9)
+    # The cause's toll: extra failures per execution on the children it reached. Additive, not a
+    # multiple of each test's usual rate: a full disk or a bad image fails the tests it breaks however
+    # rarely they fail otherwise.
+    toll = max(obs[elevated].sum() - exp[elevated].sum(), 0.0) / max(n[elevated].sum(), 1)
     onsets, prompt = [], []
     for i in np.flatnonzero(elevated):
         mine = (level.entity == segment.entity) & (level.child == codes[i]) & usable
@@ -312,8 +318,8 @@ def _spread_over_children(
         before = mine & (frame.time_ms >= began) & (frame.time_ms < child_onset)
         prompt.append(
             child_onset - began <= tolerance
-            or _jobs_in(frame, before) < 3
-            or _as_struck(float(fail[before].sum()), float(expected[before].sum()), ratio)
+            or frame.jobs_in(before) < 3
+            or _as_struck(float(fail[before].sum()), float(expected[before].sum()), int(before.sum()), toll)
         )
     # Together: each child fails as soon as it runs under the entity (an image reaching hosts one by
     # one), or all children start at the same moment (a host under several runners).
@@ -327,25 +333,48 @@ def _spread_over_children(
     return f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
 
 
-def _as_struck(failures: float, expected: float, ratio: float) -> bool:
+def _as_struck(failures: float, expected: float, executions: int, toll: float) -> bool:
     """Whether a child's executions under the entity before its own onset fit the common cause.
 
     With small jobs a struck child takes several of them to fail clearly beyond chance; it failed
-    in them all the same, as often as the elevated children's excess ratio predicts. A child that
-    ran that long far cleaner than the cause would allow was healthy under the entity at first: its
-    own trouble came later, on its own."""
-    return bool(stats.poisson.cdf(failures, expected * ratio) >= SPARED_P)
+    in them all the same, about as often as the cause's toll predicts. A child that ran that long far
+    cleaner than the cause would allow was healthy under the entity at first: its own trouble came
+    later, on its own."""
+    return bool(stats.poisson.cdf(failures, expected + toll * executions) >= SPARED_P)
 
 
 def _a_child_is_spared(
-    obs: np.ndarray, exp: np.ndarray, considered: np.ndarray, elevated: np.ndarray
+    rows: np.ndarray,
+    child: np.ndarray,
+    test: np.ndarray,
+    failed: np.ndarray,
+    expected: np.ndarray,
+    elevated: np.ndarray,
+    considered: np.ndarray,
 ) -> bool:
-    """A common cause reaches every child under the entity. A child that ran as much and stayed clean
-    — far fewer failures than the elevated children's excess ratio predicts for it — says the cause
-    is in the others, not in what they share (two sick runners of three are not a sick image)."""
-    ratio = obs[elevated].sum() / max(exp[elevated].sum(), 1e-9)
+    """A common cause reaches every child under the entity. A child that stayed clean where the cause
+    would have shown says the cause is in the others, not in what they share (two sick runners of
+    three are not a sick image).
+
+    Where it would have shown is judged test by test (the arguments are per row of the segment;
+    `child` indexes `elevated` and `considered`): a test that failed on the elevated children at some
+    toll should fail as often on a clean child; a test they never ran (static sharding gives each
+    host its own) is one the cause reaches as often as it reached theirs. A host whose three tests
+    the cause does not break is not spared; one that ran forty of them cleanly, or the tests that
+    failed everywhere else, is."""
+    on_elevated = elevated[child]
+    tests, inverse = np.unique(test, return_inverse=True)
+    f = np.bincount(inverse, weights=failed * on_elevated, minlength=tests.size)
+    e = np.bincount(inverse, weights=expected * on_elevated, minlength=tests.size)
+    k = np.bincount(inverse, weights=on_elevated.astype(float), minlength=tests.size)
+    ran = k > 0
+    toll = np.where(ran, np.maximum(f - e, 0.0) / np.maximum(k, 1), 0.0)
+    reached = float((f[ran] > 0).mean()) if ran.any() else 0.0
     for i in np.flatnonzero(considered & ~elevated):
-        if stats.poisson.cdf(obs[i], exp[i] * ratio) < SPARED_P:
+        mine = child == i
+        clean_odds = stats.poisson.cdf(failed[mine].sum(), expected[mine].sum() + toll[inverse[mine]].sum())
+        unseen = np.unique(inverse[mine][~ran[inverse[mine]]]).size
+        if clean_odds * (1.0 - reached) ** unseen < SPARED_P:
             return True
     return False
 
@@ -353,14 +382,16 @@ def _a_child_is_spared(
 def _one_cause(
     segment: Segment, level: Level, frame: Frame, badness: Badness, config: AnalysisConfig
 ) -> bool:
-    """False when the children's own readings name different sick dimensions: two hosts with a full
-    disk and an exhausted memory are two problems that happened together, not one sick image."""
+    """False when the children's own readings name different sick dimensions and none of the findings
+    (no dimension named counting as one) holds most of them: two hosts with a full disk and an
+    exhausted memory are two problems that happened together, not one sick image. Thirty hosts on a
+    bad image with healthy readings, two of them also sick on their own, are one sick image."""
     if level.child is None:
         return True
     column, reader = ("runner", "r_runner") if level.name == "machine" else ("machine", "r_machine")
     rows = segment.rows
     failed = rows[frame.fail[rows]]
-    named = set()
+    findings: Counter[str] = Counter()
     for child in np.unique(frame.cols[column][failed]):
         child_failed = failed[frame.cols[column][failed] == child]
         if child_failed.size < config.min_failures:
@@ -370,9 +401,10 @@ def _one_cause(
         finding = examine(
             frame, badness, readings, child_failed, onset, int(frame.time_ms[child_failed].max()), config
         )
-        if finding.dimension != "unknown":
-            named.add(finding.dimension)
-    return len(named) <= 1
+        findings[finding.dimension] += 1
+    if len(findings.keys() - {"unknown"}) <= 1:
+        return True
+    return 2 * max(findings.values()) > findings.total()
 
 
 def _onset(rows: np.ndarray, frame: Frame, expected: np.ndarray) -> int:
@@ -385,14 +417,6 @@ def _onset(rows: np.ndarray, frame: Frame, expected: np.ndarray) -> int:
         if exact_p(float(cum_o[i]), float(i + 1), float(cum_e[i])) < 1e-3:
             return int(frame.time_ms[order[i]])
     return int(frame.time_ms[order[-1]])
-
-
-def _jobs_in(frame: Frame, rows: np.ndarray) -> int:
-    """Distinct jobs among the rows (distinct bins where jobs are not named)."""
-    jobs = frame.cols["job"][rows]
-    if jobs.size and (jobs >= 0).all():
-        return int(np.unique(jobs).size)
-    return int(np.unique(frame.time_ms[rows] // 3_600_000).size)
 
 
 def _stretch(frame: Frame, level: Level, segment: Segment, bins: np.ndarray) -> np.ndarray:

@@ -102,6 +102,13 @@ class Frame:
     def name(self, column: str, code: int) -> str | None:
         return self.codes[column].name(int(code))
 
+    def jobs_in(self, rows: np.ndarray) -> int:
+        """Distinct jobs among the rows (an index array or a mask); distinct hours where jobs are not named."""
+        jobs = self.cols["job"][rows]
+        if jobs.size and (jobs >= 0).all():
+            return int(np.unique(jobs).size)
+        return int(np.unique(self.time_ms[rows] // 3_600_000).size)
+
     def canonical(self) -> Frame:
         """The same data in an order that does not depend on arrival: codes sorted by their strings,
         results by (time, test, runner, job, run), readings by (time, runner, check). A backfill and
