@@ -85,6 +85,10 @@ class AnalysisConfig(BaseModel):
         default=0.5, description="share of the cluster's failures under bad readings"
     )
     resolve_after_executions: int = 20
+    resolve_after_jobs: int = Field(default=3, description="clean jobs before a verdict is resolved")
+    resolve_after_s: int = Field(
+        default=1800, description="how long after its last failure an entity must run cleanly to be resolved"
+    )
 
     # Flake scoring.
     flake_min_executions: int = 10

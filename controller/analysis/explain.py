@@ -84,17 +84,23 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
         return [
             "to become sick: its own readings must show one dimension bad (disk, memory, clock, cache) under at "
             f"least {config.evidence_min_coverage:.0%} of the stretch's failures; none does now",
-            f"to clear: {config.resolve_after_executions}+ executions after the stretch at the expected failure rate",
+            f"to clear: {_clean_run(config, 'after the stretch ')}",
         ]
     if incident["state"] == "sick":
         return [
-            f"to clear: readings healthy again and {config.resolve_after_executions}+ executions at the expected "
-            "failure rate",
+            f"to clear: readings healthy again and {_clean_run(config, '')}",
             f"to be mere chance its p would have to exceed {stats.get('bh_bar', stats['bh_cutoff']):.2g} (the "
             f"Benjamini–Hochberg bar at its rank); it has p = {stats['p_adjusted']:.2g} "
             f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",
         ]
     return ["resolved: it has run at the expected failure rate since the stretch ended"]
+
+
+def _clean_run(config: AnalysisConfig, where: str) -> str:
+    return (
+        f"{config.resolve_after_executions}+ executions over {config.resolve_after_jobs}+ jobs {where}at the "
+        f"expected failure rate, for {config.resolve_after_s // 60}+ minutes after its last failure"
+    )
 
 
 def _ms(text: str) -> int:

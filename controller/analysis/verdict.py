@@ -58,7 +58,9 @@ def build_incident(
     if finding.dimension != "unknown":
         state = "sick"
         decided = max(decided, finding.confirmed_at_ms or decided)
-    resolved_at = _resolved_at(frame, level, seg.entity, end_ms, cluster.expected, usable, as_of_ms, config)
+    resolved_at = _resolved_at(
+        frame, level, seg.entity, (end_ms, last_failure), cluster.expected, usable, as_of_ms, config
+    )
     if resolved_at is not None and (
         finding.dimension == "unknown" or _healthy_since(frame, badness, reading_rows, finding, end_ms)
     ):
@@ -148,16 +150,25 @@ def _resolved_at(
     frame: Frame,
     level: Level,
     entity: int,
-    end_ms: int,
+    ended: tuple[int, int],
     expected: np.ndarray,
     usable: np.ndarray,
     as_of_ms: int,
     config: AnalysisConfig,
 ) -> int | None:
+    """The stretch's end, when the entity has run cleanly since: `ended` is (the end of the stretch's
+    last bin, its last failure)."""
+    end_ms, last_failure_ms = ended
     after = np.flatnonzero(
         (level.entity == entity) & (frame.time_ms >= end_ms) & (frame.time_ms <= as_of_ms) & usable
     )
-    if after.size < config.resolve_after_executions:
+    # Cleanly for a while, not one clean job: where data end minutes after the last failure, one job
+    # of ninety tests that passed is not a host that healed.
+    if (
+        after.size < config.resolve_after_executions
+        or frame.jobs_in(after) < config.resolve_after_jobs
+        or int(frame.time_ms[after].max()) - last_failure_ms < config.resolve_after_s * 1000
+    ):
         return None
     o, x = float(frame.fail[after].sum()), float(expected[after].sum())
     if o > max(2.0 * x, 2.0):

@@ -336,3 +336,20 @@ def test_the_same_burst_at_the_end_of_the_data_is_judged() -> None:
 def test_a_runner_that_keeps_failing_after_a_burst_is_judged() -> None:
     analysis = analyse(_four_workers({4, 5, 12, 20, 28}))
     assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("runner", "w2")}
+
+
+def _state_of_w2(frame: Frame) -> str:
+    ((kind, entity, state),) = {(i["kind"], i["entity"], i["state"]) for i in analyse(frame).incidents}
+    assert (kind, entity) == ("runner", "w2")
+    return state
+
+
+def test_a_runner_that_ran_cleanly_for_an_hour_after_failing_is_resolved() -> None:
+    # w2 fails nine of twelve tests in every job for over three hours, then passes six jobs in a row.
+    assert _state_of_w2(_four_workers(set(range(10, 30)), jobs=36)) == "resolved"
+
+
+def test_two_clean_jobs_minutes_after_the_last_failure_do_not_resolve_it() -> None:
+    # The data end ten minutes after w2's last failure: two jobs that passed are 24 clean executions,
+    # not a runner that healed.
+    assert _state_of_w2(_four_workers(set(range(10, 30)), jobs=32)) == "suspect"
