@@ -74,11 +74,15 @@ def find_clusters(
                 segment, level, frame, usable, config
             ):
                 continue
-            note = _spread_over_children(segment, level, frame, usable, expected, cutoff, config)
+            note, common_onset = _spread_over_children(
+                segment, level, frame, usable, expected, cutoff, config
+            )
             if note and not _one_cause(segment, level, frame, badness, config):
                 note = None
             if note is None:
                 continue
+            if common_onset is not None:
+                segment = _from(segment, common_onset // (config.bin_s * 1000), frame, bins, expected)
             segment.q_value = _q_value(segment.p_adjusted, p_values, tested)
             clusters.append(Cluster(segment, expected, note))
         for cluster in clusters:
@@ -191,6 +195,18 @@ def _over(segment: Segment, rows: np.ndarray, fail: np.ndarray, expected: np.nda
     )
 
 
+def _from(segment: Segment, first_bin: int, frame: Frame, bins: np.ndarray, expected: np.ndarray) -> Segment:
+    """The segment restated from `first_bin` on, where that is later than its start."""
+    if first_bin <= segment.first_bin:
+        return segment
+    rows = segment.rows[bins[segment.rows] >= first_bin]
+    if not frame.fail[rows].any():
+        return segment
+    trimmed = _over(replace(segment, first_bin=first_bin), rows, frame.fail, expected)
+    breadth(trimmed, frame.cols["test"], frame.cols["job"], frame.fail, expected)
+    return trimmed
+
+
 class _Rates:
     """The baseline over the usable rows of one pass, shared by every level and every re-scan."""
 
@@ -267,19 +283,21 @@ def _spread_over_children(
     expected: np.ndarray,
     cutoff: float,
     config: AnalysisConfig,
-) -> str | None:
-    """None unless the excess is a common cause across the entity's children; else a note saying so.
+) -> tuple[str | None, int | None]:
+    """None unless the excess is a common cause across the entity's children; else a note saying so,
+    and when the cause began if that was after the stretch did (an earlier, separate problem of one
+    child opened it).
 
     A common cause (a bad image, a sick pool, a sick host under several runners) shows on most of the
     children, survives dropping the worst of them, and starts on each child as soon as that child runs
     under the entity in the stretch. Independent sick children do not line up like that.
     """
     if level.child is None:
-        return ""
+        return "", None
     rows = segment.rows
     children = level.child[rows]
     if (children < 0).all():
-        return "ephemeral runners: judged by their host"
+        return "ephemeral runners: judged by their host", None
     fail = frame.fail
     codes, inverse = np.unique(children, return_inverse=True)
     obs = np.bincount(inverse, weights=fail[rows].astype(float))
@@ -290,11 +308,11 @@ def _spread_over_children(
     # expectation of one half: such noise would make a pool look sick wherever half its hosts are.
     elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp)) & (stats.poisson.sf(obs - 1, exp) < CHILD_P)
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
-        return None
+        return None, None
     if _a_child_is_spared(
         rows, inverse, frame.cols["test"][rows], fail[rows], expected[rows], elevated, considered
     ):
-        return None
+        return None, None
     worst = int(np.argmax(obs - exp))
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
@@ -302,19 +320,20 @@ def _spread_over_children(
     o, x, k = float(fail[rest].sum()), float(expected[rest].sum()), int(rest.size)
     p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
     if p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5):
-        return None
+        return None, None
     stretch_start = segment.first_bin * config.bin_s * 1000
     tolerance = 2 * config.bin_s * 1000
     # The cause's toll: extra failures per execution on the children it reached. Additive, not a
     # multiple of each test's usual rate: a full disk or a bad image fails the tests it breaks however
     # rarely they fail otherwise.
     toll = max(obs[elevated].sum() - exp[elevated].sum(), 0.0) / max(n[elevated].sum(), 1)
-    onsets, prompt = [], []
+    onsets, prompt, joined = [], [], []
     for i in np.flatnonzero(elevated):
         mine = (level.entity == segment.entity) & (level.child == codes[i]) & usable
         began = max(stretch_start, int(frame.time_ms[mine].min()))
         child_onset = _onset(rows[inverse == i], frame, expected)
         onsets.append(child_onset)
+        joined.append(began > stretch_start)
         before = mine & (frame.time_ms >= began) & (frame.time_ms < child_onset)
         prompt.append(
             child_onset - began <= tolerance
@@ -328,9 +347,17 @@ def _spread_over_children(
         1 for onset, soon in zip(onsets, prompt, strict=True) if soon or abs(onset - middle) <= tolerance
     )
     if aligned * 3 < 2 * len(onsets):
-        return None
+        return None, None
+    # The cause began with the children starting together or failing as they joined; a child already
+    # failing when the stretch opened, long before the rest, is a problem of its own.
+    common = [
+        onset
+        for onset, soon, late in zip(onsets, prompt, joined, strict=True)
+        if abs(onset - middle) <= tolerance or (soon and late)
+    ]
     kind = "runners" if level.name == "machine" else "hosts"
-    return f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
+    note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
+    return note, min(common) if common else None
 
 
 def _as_struck(failures: float, expected: float, executions: int, toll: float) -> bool:

@@ -13,7 +13,9 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
+from tests.sim.events import BadImage, SickRunner
 from tests.sim.random_fleet import random_scenario, widened
+from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import (
     bad_rollout,
     ephemeral_host,
@@ -252,15 +254,42 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
         assert any(a <= to_ms(end) and b >= to_ms(start) for a, b in found)
 
 
-def test_a_bad_image_on_half_of_a_wide_pool_is_the_image_not_thirty_runners() -> None:
-    # Random fleet 217 with six times the runners: 60 in the pool, its tests split 60 ways, so a job
-    # runs a handful of tests. A host on the bad image takes several jobs to fail clearly beyond
-    # chance, but it fails in them from the start; that lead-in is not the host running cleanly
-    # under the image. It was: the image was missed and its 30 hosts were each called sick.
-    fleet = simulate(widened(random_scenario(217), 6), seed=1)
+@pytest.mark.parametrize(("number", "image"), [(217, "alpha"), (45, "alpha"), (74, "gamma")])
+def test_a_bad_image_on_half_of_a_wide_pool_is_the_image_not_its_runners(number: int, image: str) -> None:
+    # Random fleets with six times the runners: pools of 40 to 66, the tests split as many ways, so a
+    # job runs a handful of tests. Each was an image missed and its hosts called sick one by one.
+    # 217: a host on the image takes several jobs to fail clearly beyond chance, but fails in them
+    # from the start; that lead-in is not the host running cleanly under the image. 45: a clean host
+    # that ran an often-flaky test is not "spared" by an image whose toll is a fixed share of runs,
+    # not a multiple of each test's usual rate. 74: static sharding gives each host three tests of
+    # its own; a host whose three the image does not break is not spared by it either.
+    fleet = simulate(widened(random_scenario(number), 6), seed=1)
     called = judged(analyse(frame_of(fleet)))
-    assert ("image", "alpha-2026.10.1") in called
+    assert ("image", f"{image}-2026.10.1") in called
     assert called <= set(fleet.truth.sick)
+
+
+def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themselves() -> None:
+    # linux-01 fills its disk at 8 h and linux-02 runs out of memory at 12 h; at 30 h a bad image
+    # reaches every host of the pool. The pool's stretch opens with the first sick runner, but the
+    # common cause began at 30 h: only from then on are the runners' failures the pool's.
+    scenario = Scenario(
+        pools=(
+            PoolSpec("linux", 20, shards=20, images=("ubuntu-22.04-20260901",)),
+            PoolSpec("mac", 6, shards=6),
+        ),
+        events=(
+            BadImage("ubuntu-22.04-20260915", "linux", onset=timedelta(hours=30), fraction_of_pool=1.0),
+            SickRunner("linux-01", "disk", onset=timedelta(hours=8)),
+            SickRunner("linux-02", "memory", onset=timedelta(hours=12)),
+        ),
+    )
+    analysis = analyse(frame_of(simulate(scenario, seed=1)))
+    called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
+    # Every host runs the image from 30 h on: from then, the image is the pool.
+    common = called.pop(("pool", "linux"), None) or called.pop(("image", "ubuntu-22.04-20260915"))
+    assert common == "unknown"
+    assert called == {("runner", "linux-01"): "disk", ("runner", "linux-02"): "memory"}
 
 
 def _worker_row(
