@@ -216,7 +216,7 @@ def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) 
         if since is not None:
             failing[int(pool)] = int(frame.time_ms[sub[since]])
     if not failing:
-        return _was_broken(frame, keep, config)
+        return _was_broken(frame, keep, config) or _broken_by_commit(frame, keep, config)
     start = min(failing.values())
     passing = []
     for pool in np.unique(pools):
@@ -252,6 +252,39 @@ def _was_broken(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple
         return None
     first, last = iso(int(frame.time_ms[run[0]])), iso(int(frame.time_ms[run[-1]]))
     return "broken", f"failed every run from {first} to {last} ({lengths[longest]} runs), passing again since"
+
+
+def _broken_by_commit(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:
+    """Broken by the code, not by time: every run of a stretch of consecutive commits (in the order
+    they were first seen) failed, on several runners, and the other commits' runs pass. Reruns of
+    older commits keep passing after the break, so in time order the failures never line up."""
+    commits = frame.cols["commit"][keep]
+    if commits.size == 0 or (commits < 0).any():
+        return None
+    fail = frame.fail[keep]
+    codes, inverse = np.unique(commits, return_inverse=True)
+    runs = np.bincount(inverse)
+    failures = np.bincount(inverse, weights=fail.astype(float))
+    first_seen = np.full(codes.size, np.iinfo(np.int64).max)
+    np.minimum.at(first_seen, inverse, frame.time_ms[keep])
+    order = np.argsort(first_seen, kind="stable")
+    all_failed = (failures >= runs)[order]
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], all_failed.astype(np.int8), [0]])))
+    starts, stops = edges[::2], edges[1::2]
+    if starts.size == 0:
+        return None
+    sizes = np.array([runs[order[a:z]].sum() for a, z in zip(starts, stops, strict=True)])
+    best = int(np.argmax(sizes))
+    if sizes[best] < 2 * config.broken_min_runs:
+        return None
+    broken = np.isin(inverse, order[starts[best] : stops[best]])
+    if np.unique(frame.cols["runner"][keep[broken]]).size < 2 or fail[~broken].sum() > 0.5 * (~broken).sum():
+        return None
+    since = iso(int(first_seen[order[starts[best]]]))
+    count = int(stops[best] - starts[best])
+    if stops[best] == codes.size:
+        return "broken", f"fails every run of the {count} commits first seen since {since}"
+    return "broken", f"failed every run of {count} consecutive commits from {since}, passing on later ones"
 
 
 def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:

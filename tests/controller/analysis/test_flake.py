@@ -8,6 +8,7 @@ import pytest
 
 from common.timeutil import to_ms
 from controller.analysis.engine import Analysis, analyse
+from controller.analysis.frame import Frame
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
 from tests.sim.scenarios import kitchen_sink, seed_story
@@ -111,3 +112,55 @@ def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Flee
         assert later[test_id]["counted_failures"] < charged[test_id]["counted_failures"] + 1
         assert later[test_id]["score"] <= charged[test_id]["score"]
         assert later[test_id]["discounted_failures"] >= charged[test_id]["counted_failures"]
+
+
+def _commit_rows(broken_from: int, commits: int = 24) -> list[tuple[object, ...]]:
+    """One test on four runners: commit k is pushed at k·20 min and run twice, and every earlier commit
+    is rerun once in between (a release branch, a retry), so old code keeps running after new."""
+    rows: list[tuple[object, ...]] = []
+    start = 1_796_287_200_000
+    for k in range(commits):
+        runs = [(k, start + k * 1_200_000), (k, start + k * 1_200_000 + 300_000)]
+        if k:
+            runs.append((k // 2, start + k * 1_200_000 + 600_000))
+        for commit, at in runs:
+            runner = f"linux-{len(rows) % 4 + 1:02d}"
+            failed = commit >= broken_from
+            rows.append(
+                (
+                    len(rows) + 1,
+                    at,
+                    "failed" if failed else "passed",
+                    False,
+                    "tests/test_io.py::test_read",
+                    runner,
+                    f"{runner}-host",
+                    "linux",
+                    None,
+                    None,
+                    f"job-{len(rows)}",
+                    f"run-{commit}",
+                    f"c{commit:03d}",
+                )
+            )
+    return rows
+
+
+def test_a_test_broken_by_a_commit_is_broken_although_reruns_of_older_code_pass() -> None:
+    # From the 12th commit on every run fails; reruns of commits before it keep passing, so in time
+    # order the failures never run unbroken. Failing only on some code is a break, not a flake.
+    frame = Frame()
+    frame.append_results(_commit_rows(broken_from=12))
+    (score,) = analyse(frame).tests
+    assert score["verdict"] == "broken"
+    assert "commits first seen since" in score["reason"]
+
+
+def test_a_flaky_test_run_once_per_commit_is_not_broken_by_commit() -> None:
+    frame = Frame()
+    rows = _commit_rows(broken_from=10**6)
+    # Every third run fails, whatever the code: never a stretch of commits that fail every run.
+    rows = [(*r[:2], "failed" if i % 3 == 0 else "passed", *r[3:]) for i, r in enumerate(rows)]
+    frame.append_results(rows)
+    (score,) = analyse(frame).tests
+    assert score["verdict"] != "broken"
