@@ -306,7 +306,17 @@ def _spread_over_children(
     considered = n >= 3
     # A child shares the cause when its own excess is beyond chance, not when two failures met an
     # expectation of one half: such noise would make a pool look sick wherever half its hosts are.
-    elevated = considered & (obs >= np.maximum(2.0, 2.0 * exp)) & (stats.poisson.sf(obs - 1, exp) < CHILD_P)
+    # And beyond a test × runner interaction: one test failing over and over on one child while the
+    # other children pass it is that child's problem with that test, not a share of a common cause.
+    odd_obs, odd_exp = _interaction_per_child(
+        inverse, frame.cols["test"][rows], fail[rows], expected[rows], codes.size
+    )
+    broad_obs, broad_exp = obs - odd_obs, exp - odd_exp
+    elevated = (
+        considered
+        & (broad_obs >= np.maximum(2.0, 2.0 * broad_exp))
+        & (stats.poisson.sf(broad_obs - 1, broad_exp) < CHILD_P)
+    )
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
@@ -316,11 +326,21 @@ def _spread_over_children(
     worst = int(np.argmax(obs - exp))
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
-    rest = rows[(inverse != worst) & (frame.cols["test"][rows] != segment.top_test)]
-    o, x, k = float(fail[rest].sum()), float(expected[rest].sum()), int(rest.size)
-    p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
-    if p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5):
+    other_tests = frame.cols["test"][rows] != segment.top_test
+    if not _stands_without(rows[(inverse != worst) & other_tests], segment, frame, expected, cutoff, config):
         return None, None
+    # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
+    # as a pool, even where those hosts ran tests of their own that nothing could show spared (static
+    # sharding). A sick runner among them is its own problem.
+    if level.name == "pool":
+        images = frame.cols["image"][rows]
+        found, image_of = np.unique(images, return_inverse=True)
+        if found.size >= 2:
+            image_excess = np.bincount(image_of, weights=fail[rows] - expected[rows])
+            on_worst = images == found[int(np.argmax(image_excess))]
+            off = considered & (np.bincount(inverse, weights=on_worst.astype(float)) == 0)
+            if off.any() and elevated[off].sum() < 0.5 * off.sum():
+                return None, None
     stretch_start = segment.first_bin * config.bin_s * 1000
     tolerance = 2 * config.bin_s * 1000
     # The cause's toll: extra failures per execution on the children it reached. Additive, not a
@@ -358,6 +378,48 @@ def _spread_over_children(
     kind = "runners" if level.name == "machine" else "hosts"
     note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
     return note, min(common) if common else None
+
+
+def _stands_without(
+    rest: np.ndarray,
+    segment: Segment,
+    frame: Frame,
+    expected: np.ndarray,
+    cutoff: float,
+    config: AnalysisConfig,
+) -> bool:
+    """Whether the segment's excess is still beyond chance over the `rest` of its rows."""
+    o, x, k = float(frame.fail[rest].sum()), float(expected[rest].sum()), int(rest.size)
+    p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
+    return not (p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5))
+
+
+def _interaction_per_child(
+    child: np.ndarray, test: np.ndarray, failed: np.ndarray, expected: np.ndarray, children: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per child: the failures, and the expected ones, of its most-failing test where that test is an
+    interaction — run at least five times on the other children, failing there at under half the
+    rate — else zero (under static sharding no other child runs it, and nothing can be told)."""
+    pairs, pair_of = np.unique(np.stack([child, test]), axis=1, return_inverse=True)
+    pair_of = pair_of.ravel()
+    pair_obs = np.bincount(pair_of, weights=failed.astype(float), minlength=pairs.shape[1])
+    pair_exp = np.bincount(pair_of, weights=expected, minlength=pairs.shape[1])
+    pair_n = np.bincount(pair_of, minlength=pairs.shape[1]).astype(float)
+    tests, test_of_pair = np.unique(pairs[1], return_inverse=True)
+    other_obs = np.bincount(test_of_pair, weights=pair_obs, minlength=tests.size)[test_of_pair] - pair_obs
+    other_n = np.bincount(test_of_pair, weights=pair_n, minlength=tests.size)[test_of_pair] - pair_n
+    odd = (other_n >= 5) & (other_obs / np.maximum(other_n, 1) < 0.5 * pair_obs / pair_n)
+    odd_obs, odd_exp, top = np.zeros(children), np.zeros(children), np.full(children, -1.0)
+    for index in np.flatnonzero(odd & (pair_obs > 0)):
+        where = pairs[0, index]
+        if pair_obs[index] > top[where]:
+            top[where] = pair_obs[index]
+            odd_obs[where], odd_exp[where] = pair_obs[index], pair_exp[index]
+    # Only the child's most-failing test: a child failing several tests the others pass is broad.
+    top_any = np.zeros(children)
+    np.maximum.at(top_any, pairs[0], pair_obs)
+    keep = odd_obs >= top_any
+    return np.where(keep, odd_obs, 0.0), np.where(keep, odd_exp, 0.0)
 
 
 def _as_struck(failures: float, expected: float, executions: int, toll: float) -> bool:
