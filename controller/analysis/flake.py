@@ -231,7 +231,7 @@ def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) 
         return "platform", f"fails every run on pool {names} since {iso(start)} while passing on {others}"
     if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails every run since {iso(start)} (pools: {names})"
-    return None
+    return _broken_by_commit(frame, keep, config)
 
 
 def _was_broken(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:

@@ -164,3 +164,34 @@ def test_a_flaky_test_run_once_per_commit_is_not_broken_by_commit() -> None:
     frame.append_results(rows)
     (score,) = analyse(frame).tests
     assert score["verdict"] != "broken"
+
+
+def test_a_commit_broken_test_is_broken_where_one_pool_runs_only_new_code() -> None:
+    # A second pool runs only the new commits, so there the test fails every run from the break on;
+    # on the first pool reruns of older code keep passing. Neither a break in every pool by time nor
+    # a platform test: a break by commit.
+    rows = _commit_rows(broken_from=12)
+    start = 1_796_287_200_000
+    for k in range(12, 24):
+        at = start + k * 1_200_000 + 900_000
+        rows.append(
+            (
+                len(rows) + 1,
+                at,
+                "failed",
+                False,
+                "tests/test_io.py::test_read",
+                "mac-01",
+                "mac-01-host",
+                "mac",
+                None,
+                None,
+                f"job-{len(rows)}",
+                f"run-{k}",
+                f"c{k:03d}",
+            )
+        )
+    frame = Frame()
+    frame.append_results(rows)
+    (score,) = analyse(frame).tests
+    assert score["verdict"] == "broken"
