@@ -320,14 +320,14 @@ def _spread_over_children(
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
-        rows, inverse, frame.cols["test"][rows], fail[rows], expected[rows], elevated, considered
+        inverse, frame.cols["test"][rows], fail[rows], expected[rows], elevated, considered
     ):
         return None, None
     worst = int(np.argmax(obs - exp))
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
-    other_tests = frame.cols["test"][rows] != segment.top_test
-    if not _stands_without(rows[(inverse != worst) & other_tests], segment, frame, expected, cutoff, config):
+    rest = rows[(inverse != worst) & (frame.cols["test"][rows] != segment.top_test)]
+    if not _stands_without(rest, segment, frame, expected, cutoff, config):
         return None, None
     # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
     # as a pool, even where those hosts ran tests of their own that nothing could show spared (static
@@ -409,17 +409,14 @@ def _interaction_per_child(
     other_obs = np.bincount(test_of_pair, weights=pair_obs, minlength=tests.size)[test_of_pair] - pair_obs
     other_n = np.bincount(test_of_pair, weights=pair_n, minlength=tests.size)[test_of_pair] - pair_n
     odd = (other_n >= 5) & (other_obs / np.maximum(other_n, 1) < 0.5 * pair_obs / pair_n)
-    odd_obs, odd_exp, top = np.zeros(children), np.zeros(children), np.full(children, -1.0)
-    for index in np.flatnonzero(odd & (pair_obs > 0)):
-        where = pairs[0, index]
-        if pair_obs[index] > top[where]:
-            top[where] = pair_obs[index]
-            odd_obs[where], odd_exp[where] = pair_obs[index], pair_exp[index]
     # Only the child's most-failing test: a child failing several tests the others pass is broad.
-    top_any = np.zeros(children)
-    np.maximum.at(top_any, pairs[0], pair_obs)
-    keep = odd_obs >= top_any
-    return np.where(keep, odd_obs, 0.0), np.where(keep, odd_exp, 0.0)
+    top = np.zeros(children)
+    np.maximum.at(top, pairs[0], pair_obs)
+    odd_top = np.flatnonzero(odd & (pair_obs > 0) & (pair_obs == top[pairs[0]]))
+    where, first = np.unique(pairs[0, odd_top], return_index=True)
+    odd_obs, odd_exp = np.zeros(children), np.zeros(children)
+    odd_obs[where], odd_exp[where] = pair_obs[odd_top[first]], pair_exp[odd_top[first]]
+    return odd_obs, odd_exp
 
 
 def _as_struck(failures: float, expected: float, executions: int, toll: float) -> bool:
@@ -433,7 +430,6 @@ def _as_struck(failures: float, expected: float, executions: int, toll: float) -
 
 
 def _a_child_is_spared(
-    rows: np.ndarray,
     child: np.ndarray,
     test: np.ndarray,
     failed: np.ndarray,

@@ -59,7 +59,7 @@ def build_incident(
         state = "sick"
         decided = max(decided, finding.confirmed_at_ms or decided)
     resolved_at = _resolved_at(
-        frame, level, seg.entity, (end_ms, last_failure), cluster.expected, usable, as_of_ms, config
+        frame, level, seg.entity, end_ms, last_failure, cluster.expected, usable, as_of_ms, config
     )
     if resolved_at is not None and (
         finding.dimension == "unknown" or _healthy_since(frame, badness, reading_rows, finding, end_ms)
@@ -150,15 +150,14 @@ def _resolved_at(
     frame: Frame,
     level: Level,
     entity: int,
-    ended: tuple[int, int],
+    end_ms: int,
+    last_failure_ms: int,
     expected: np.ndarray,
     usable: np.ndarray,
     as_of_ms: int,
     config: AnalysisConfig,
 ) -> int | None:
-    """The stretch's end, when the entity has run cleanly since: `ended` is (the end of the stretch's
-    last bin, its last failure)."""
-    end_ms, last_failure_ms = ended
+    """`end_ms` (the end of the stretch's last bin) when the entity has run cleanly since."""
     after = np.flatnonzero(
         (level.entity == entity) & (frame.time_ms >= end_ms) & (frame.time_ms <= as_of_ms) & usable
     )
