@@ -70,7 +70,7 @@ def find_clusters(
             segments, expected = first[name]
         for segment in segments:
             breadth(segment, test, job, fail, expected)
-            if not is_cluster(segment, cutoff, config) or _passing_burst(
+            if not _stands(segment, level, frame, badness, cutoff, config) or _passing_burst(
                 segment, level, frame, usable, config
             ):
                 continue
@@ -89,6 +89,29 @@ def find_clusters(
             if cluster.segment.level == name:
                 explained |= _stretch(frame, level, cluster.segment, bins)
     return clusters, cutoff, tested
+
+
+def _stands(
+    segment: Segment, level: Level, frame: Frame, badness: Badness, cutoff: float, config: AnalysisConfig
+) -> bool:
+    """A cluster on its failures alone; or a runner or host with a smaller effect whose own readings
+    around its failures name the sick dimension."""
+    if is_cluster(segment, cutoff, config):
+        return True
+    if level.name not in ("runner", "machine"):
+        return False
+    lowered = config.model_copy(
+        update={"min_ratio": config.confirmed_min_ratio, "min_excess_rate": config.confirmed_min_excess_rate}
+    )
+    if not is_cluster(segment, cutoff, lowered):
+        return False
+    rows = segment.rows
+    failed = rows[frame.fail[rows]]
+    reader = "r_runner" if level.name == "runner" else "r_machine"
+    readings = np.flatnonzero(getattr(frame, reader) == segment.entity)
+    times = frame.time_ms[failed]
+    finding = examine(frame, badness, readings, failed, int(times.min()), int(times.max()), config)
+    return finding.dimension != "unknown"
 
 
 def _all_levels(
@@ -467,10 +490,11 @@ def _a_child_is_spared(
 def _one_cause(
     segment: Segment, level: Level, frame: Frame, badness: Badness, config: AnalysisConfig
 ) -> bool:
-    """False when the children's own readings name different sick dimensions and none of the findings
-    (no dimension named counting as one) holds most of them: two hosts with a full disk and an
-    exhausted memory are two problems that happened together, not one sick image. Thirty hosts on a
-    bad image with healthy readings, two of them also sick on their own, are one sick image."""
+    """False when none of the children's findings (no dimension named counting as one) holds most of
+    them and their readings name different dimensions, or name one on a single child: two hosts with
+    a full disk and an exhausted memory, or one host out of memory beside one on a bad image, are two
+    problems that happened together, not one sick pool. Thirty hosts on a bad image with healthy
+    readings, two of them also sick on their own, are one sick image."""
     if level.child is None:
         return True
     column, reader = ("runner", "r_runner") if level.name == "machine" else ("machine", "r_machine")
@@ -487,9 +511,12 @@ def _one_cause(
             frame, badness, readings, child_failed, onset, int(frame.time_ms[child_failed].max()), config
         )
         findings[finding.dimension] += 1
-    if len(findings.keys() - {"unknown"}) <= 1:
+    if not findings or 2 * max(findings.values()) > findings.total():
         return True
-    return 2 * max(findings.values()) > findings.total()
+    named = findings.keys() - {"unknown"}
+    # No finding holds most children. Two dimensions are two problems; one dimension on a lone child,
+    # beside children with none, is that child's own problem next to another's.
+    return len(named) == 1 and findings[next(iter(named))] >= 2
 
 
 def _onset(rows: np.ndarray, frame: Frame, expected: np.ndarray) -> int:

@@ -40,6 +40,15 @@ class AnalysisConfig(BaseModel):
         description="failures beyond expected, per execution in the stretch, a cluster needs: healthy "
         "runners differ by a few tenths of a percent, a sick one fails a share of its work",
     )
+    # A runner or host whose own readings name the sick dimension under its failures has independent
+    # evidence: its effect may be smaller (a skewed clock failing one test in ten of the tests that
+    # check time). Significance and breadth are never lowered.
+    confirmed_min_ratio: float = Field(
+        default=2.0, ge=1, description="min_ratio for a runner or host whose readings confirm a dimension"
+    )
+    confirmed_min_excess_rate: float = Field(
+        default=0.005, description="min_excess_rate for a runner or host whose readings confirm a dimension"
+    )
     burst_max_s: int = Field(
         default=3600,
         description="failures all within this long (about as long as outages last), followed by a clean "

@@ -77,7 +77,11 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
             f"{config.burst_max_s // 60} minutes it recovered from at once",
         ]
         if health.get("warnings"):
-            notes.append("its bad readings alone never make it sick: a failure excess must come with them")
+            notes.append(
+                "its bad readings alone never make it sick: a failure excess must come with them "
+                f"(with its readings confirming, {config.confirmed_min_ratio:g}x and "
+                f"{config.confirmed_min_excess_rate:.1%} beyond its peers are enough)"
+            )
         return notes
     stats = incident["statistics"]
     if incident["state"] == "suspect":

@@ -13,7 +13,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.events import BadImage, SickRunner
+from tests.sim.events import BadImage, SickRunner, SilentAgent
 from tests.sim.random_fleet import random_scenario, widened
 from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import (
@@ -387,3 +387,53 @@ def test_two_clean_jobs_minutes_after_the_last_failure_do_not_resolve_it() -> No
     # The data end ten minutes after w2's last failure: two jobs that passed are 24 clean executions,
     # not a runner that healed.
     assert _state_of_w2(_four_workers(set(range(10, 30)), jobs=32)) == "suspect"
+
+
+def _weak_clock(seed: int, *, agent_silent: bool) -> Analysis:
+    # linux-05's clock skews at 20 h and one in forty of its time-sensitive tests fail from then: under
+    # 1% of its executions beyond expected, the effect-size floor for failures alone.
+    silent = (SilentAgent("linux-05", start=timedelta(0), end=timedelta(days=2)),) if agent_silent else ()
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 10, shards=10),),
+        duration_days=2.0,
+        events=(SickRunner("linux-05", "clock", onset=timedelta(hours=20), fail_prob=0.025), *silent),
+    )
+    return analyse(frame_of(simulate(scenario, seed=seed)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_weak_fault_its_own_readings_confirm_is_sick(seed: int) -> None:
+    called = {
+        (i["kind"], i["entity"], i["state"], i["dimension"])
+        for i in _weak_clock(seed, agent_silent=False).incidents
+    }
+    assert called == {("runner", "linux-05", "sick", "clock")}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_same_weak_excess_without_readings_is_no_verdict(seed: int) -> None:
+    assert _weak_clock(seed, agent_silent=True).incidents == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_sick_runner_and_a_bad_image_on_the_other_host_are_not_a_sick_pool(seed: int) -> None:
+    # The win pool has two hosts. win-02 on the first runs out of memory; an hour later a new image
+    # reaches the second. Both hosts are elevated and start close together, but one host's failures
+    # are its own memory readings and the other's none: two problems, not one sick pool.
+    scenario = Scenario(
+        pools=(
+            PoolSpec("win", 6, runners_per_machine=3, shards=3, images=("win2022-0901",)),
+            PoolSpec("linux", 8, shards=4),
+        ),
+        duration_days=1.0,
+        events=(
+            SickRunner("win-02", "memory", onset=timedelta(hours=16), fail_prob=0.3),
+            BadImage("win2022-0915", "win", onset=timedelta(hours=17), fraction_of_pool=0.5),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    called = {(i["kind"], i["entity"]): i["dimension"] for i in analyse(frame_of(fleet)).incidents}
+    (image_host,) = {r["runner"]["machine"] for r in fleet.results if r["runner"]["image"] == "win2022-0915"}
+    assert called.pop(("runner", "win-02")) == "memory"
+    # One host on the image: the image cannot be told from the host, and either names the cause.
+    assert set(called) in ({("machine", image_host)}, {("image", "win2022-0915")})
