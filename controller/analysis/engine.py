@@ -5,11 +5,12 @@ Only rows inside the horizon (horizon.py) are read, so pruning older ones change
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from common.timeutil import iso
+from common.timeutil import iso, to_ms
 from controller.analysis.attribution import find_clusters
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
@@ -69,7 +70,12 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         incident = build_incident(cluster, level, frame, badness, bins, usable, cutoff, as_of, config)
         incidents.append(incident)
         seg = cluster.segment
-        stretch = selected & (level.entity == seg.entity) & (bins >= seg.first_bin) & (bins <= seg.last_bin)
+        # From the onset, not the scanned stretch's first bin: a test failing on its own before the
+        # runner went sick (a flaky test on the only shard that runs it) keeps those failures.
+        onset_ms = to_ms(datetime.fromisoformat(incident["onset"]))
+        stretch = (
+            selected & (level.entity == seg.entity) & (frame.time_ms >= onset_ms) & (bins <= seg.last_bin)
+        )
         reasons.append(incident["id"])
         discount[stretch & (discount < 0)] = len(reasons) - 1
     outage_dicts = []

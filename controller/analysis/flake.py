@@ -1,6 +1,6 @@
 """Flake scores a sick runner can no longer inflate.
 
-Failures inside an incident (on that entity, in its stretch) or an outage are discounted — kept, and
+Failures inside an incident (on that entity, from its onset) or an outage are discounted — kept, and
 attributed, but not charged to the test. What remains is scored per test with a Beta posterior on
 decayed counts, ranked by its conservative bound. A test that fails every run of a pool from some
 time on is broken (everywhere) or platform-specific (one pool), not flaky; one whose failures follow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 
 import pytest
 
@@ -36,11 +37,15 @@ def story() -> tuple[Fleet, Analysis]:
     return fleet, analyse(frame_of(fleet))
 
 
-def failed_on(fleet: Fleet, runner: str) -> set[str]:
+def failed_on(fleet: Fleet, runner: str, *, before: bool | None = None) -> set[str]:
+    """Tests that failed on the runner: at any time, or only before (or from) its sickness began."""
+    onset = fleet.truth.sick_onset[("runner", runner)] if before is not None else None
     return {
         r["test_id"]
         for r in fleet.results
-        if r["runner"]["id"] == runner and r["outcome"] in ("failed", "error")
+        if r["runner"]["id"] == runner
+        and r["outcome"] in ("failed", "error")
+        and (onset is None or (datetime.fromisoformat(r["time"]) < onset) == before)
     }
 
 
@@ -94,8 +99,13 @@ def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Flee
     onset = to_ms(fleet.truth.sick_onset[("runner", "linux-03")])
     # The last moment before the cluster was significant, with some of its failures already in.
     before = analyse(frame, as_of_ms=onset)
-    for minutes in range(5, 120, 5):
-        candidate = analyse(frame, as_of_ms=onset + minutes * 60_000)
+    failures = sorted(
+        to_ms(datetime.fromisoformat(r["time"]))
+        for r in fleet.results
+        if r["runner"]["id"] == "linux-03" and r["outcome"] == "failed"
+    )
+    for moment in [t for t in failures if t >= onset][:40]:
+        candidate = analyse(frame, as_of_ms=moment)
         if candidate.incidents:
             break
         before = candidate
@@ -103,9 +113,10 @@ def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Flee
     charged = {
         t["test_id"]: t
         for t in before.tests
-        if t["counted_failures"] and t["test_id"] in failed_on(fleet, "linux-03")
+        if t["counted_failures"] and t["test_id"] in failed_on(fleet, "linux-03", before=False)
     }
-    victims = set(charged) - fleet.truth.flaky_tests
+    # A test that also failed there before the disk filled keeps those failures: they were its own.
+    victims = set(charged) - fleet.truth.flaky_tests - failed_on(fleet, "linux-03", before=True)
     assert victims, "some of the sick runner's failures were already in by then"
     later = final.tests_by_id()
     for test_id in victims:
