@@ -73,7 +73,8 @@ def find_outages(
     h_host[hinv] = host
     failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
-    counts = _Counts(bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n)
+    near = _hosts_near(bins, h_bin, h_host, radius)
+    counts = _Counts(bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n, near)
     # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
     join = 2 * config.outage_pad_bins + 1
     # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
@@ -82,6 +83,11 @@ def find_outages(
     for _ in range(2):
         flagged, active, failing = _flag(counts, flagged, radius, config)
         flagged = _transient(counts, flagged, radius, join)
+    image = frame_cols["image"][idx]
+    for start, stop in _runs(bins, flagged, join):
+        inside = (inverse >= start) & (inverse < stop)
+        if not _beyond_one_image(image[inside], f[inside], expected[inside]):
+            flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
 
@@ -99,6 +105,7 @@ class _Counts:
     h_obs: np.ndarray
     h_exp: np.ndarray
     h_n: np.ndarray
+    hosts_near: np.ndarray  # per bin: hosts with data within `radius` bins of it
 
 
 def _flag(
@@ -130,37 +137,47 @@ def _flag(
         | (observed >= config.outage_min_ratio * fleet_before * executions)
         | _beyond_own_rate(observed, executions, fleet_before, config, config.outage_p)
     )
-    flagged = (
-        beyond
-        & (p_own < config.outage_p)
-        & (
-            (
-                (failing >= config.outage_min_runners)
-                & (failing >= config.outage_min_share * np.maximum(active, 1))
-            )
-            # Or the whole fleet bursts above its own rate before, on more than one host: on as
-            # many as above where that many are active, on most of them in a smaller fleet.
-            | (
-                (observed >= config.outage_min_ratio * fleet_before * executions)
-                & (
-                    failing
-                    >= np.maximum(2, np.minimum(config.outage_min_runners, config.outage_min_share * active))
-                )
-            )
-        )
-        & (counts.distinct >= 3)
+    candidate = beyond & (p_own < config.outage_p) & (counts.distinct >= 3)
+    most_active = (failing >= config.outage_min_runners) & (
+        failing >= config.outage_min_share * np.maximum(active, 1)
+    )
+    fleet_burst = observed >= config.outage_min_ratio * fleet_before * executions
+
+    def bursting_on_most_of(hosts: np.ndarray) -> np.ndarray:
+        wanted = np.maximum(2, np.minimum(config.outage_min_runners, config.outage_min_share * hosts))
+        enough: np.ndarray = failing >= wanted
+        return enough
+
+    # Most active hosts burst; or the whole fleet bursts above its own rate before, on more than one
+    # host: on as many as above where that many are active, on most of them where fewer are.
+    flagged = candidate & (most_active | (fleet_burst & bursting_on_most_of(active)))
+    # Jobs report when they end, so at a quiet moment (or in an outage's first minutes) the few hosts
+    # that reported are all there is to see. Such bins are an outage only in a run with a bin where
+    # as many hosts burst as above, counting the fleet as every host that ran within the hour, or
+    # where those that reported fail at twice the multiple of their tests' usual rates (and of the
+    # fleet's own rate before) that a bin needs. Two sick hosts of eight, alone at a quiet moment, are
+    # not most of the fleet, and the tests they fail are mostly tests that fail there anyway.
+    clearly_beyond = (observed >= 2 * config.outage_min_ratio * expect) & fleet_burst
+    core = candidate & (
+        bursting_on_most_of(np.maximum(active, counts.hosts_near))
+        | (clearly_beyond & bursting_on_most_of(active))
     )
     # An outage's edges are weaker than its core: grow each core over neighbouring bins that are
-    # still clearly elevated on more than one host.
+    # still clearly elevated. Neighbouring: with data at most 15 minutes apart, since jobs report
+    # when they end and the first minutes of an outage may reach one host's jobs alone.
     edge = (observed >= 1.5 * expect) & (p < 0.05) & (failing >= 1)
+    near = np.diff(bins) <= 3
     for _ in range(4):
         grown = flagged.copy()
-        grown[1:] |= flagged[:-1] & edge[1:] & (np.diff(bins) <= 2)
-        grown[:-1] |= flagged[1:] & edge[:-1] & (np.diff(bins) <= 2)
+        grown[1:] |= flagged[:-1] & edge[1:] & near
+        grown[:-1] |= flagged[1:] & edge[:-1] & near
         flagged = grown
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
+    for start, stop in _runs(bins, flagged, 2 * config.outage_pad_bins + 1):
+        if not core[start:stop].any():
+            flagged[start:stop] = False
     return flagged, active, failing
 
 
@@ -235,6 +252,23 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
         ):
             kept[start:stop] = False
     return kept
+
+
+def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> bool:
+    """An outage reaches hosts whatever image they run. A burst whose excess is on one image while the
+    hosts on the others fail no more than usual is that image reaching hosts (a rollout), not an
+    outage; where the others ran too little to tell, it stays one."""
+    images, which = np.unique(image, return_inverse=True)
+    if images.size < 2:
+        return True
+    worst = int(np.argmax(np.bincount(which, weights=failed - expected)))
+    others = which != worst
+    ran = int(others.sum())
+    if ran < 20:
+        return True
+    observed, usual = float(failed[others].sum()), float(expected[others].sum())
+    rate = min(max(usual / ran, 1e-9), 1.0)
+    return observed >= 1.5 * usual and bool(stats.binom.sf(observed - 1, ran, rate) < 0.01)
 
 
 def _came_back(before: float, during: float, after: float) -> bool:
@@ -344,6 +378,24 @@ def _hosts_bursting(
     ]
     excess = sums[0] >= np.maximum(2.0, config.outage_min_ratio * sums[1])
     return active[: bins.size], failing[: bins.size], excess
+
+
+def _hosts_near(bins: np.ndarray, h_bin: np.ndarray, h_host: np.ndarray, radius: int) -> np.ndarray:
+    """Per bin: how many hosts have a (host, bin) pair within `radius` bins of it."""
+    absolute = bins[h_bin].astype(np.int64)
+    order = np.lexsort((absolute, h_host))
+    host, at = h_host[order], absolute[order]
+    # Each host's pairs merge into runs where consecutive pairs are at most 2·radius bins apart; a
+    # run covers the bins from its first pair - radius to its last + radius.
+    new_run = np.ones(at.size, bool)
+    new_run[1:] = (host[1:] != host[:-1]) | (at[1:] - at[:-1] > 2 * radius)
+    starts = np.flatnonzero(new_run)
+    ends = np.append(starts[1:], at.size) - 1
+    delta = np.zeros(bins.size + 1)
+    np.add.at(delta, np.searchsorted(bins, at[starts] - radius, side="left"), 1)
+    np.add.at(delta, np.searchsorted(bins, at[ends] + radius, side="right"), -1)
+    near: np.ndarray = np.cumsum(delta)[: bins.size]
+    return near
 
 
 def _host_rate_before(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
-from common.timeutil import to_ms
+from common.timeutil import iso, to_ms
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
@@ -214,6 +215,7 @@ def to_ms_text(text: str) -> int:
         (133, 1),
         (134, 1),
         (174, 1),
+        (83, 1),
         (37, 2),
         (60, 2),
         (76, 2),
@@ -248,6 +250,8 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # 174: two runners of five go sick and a third fails one test over and over (an interaction); the
     # other two run only that third one's label group, so nothing they ran failed on a sick one. That
     # is not a sick pool: a child failing one test that its peers pass does not share a common cause.
+    # 83: an outage's first half hour reaches 3 of 14 hosts, the rest after: those bins are still
+    # the outage, though two or three hosts alone would not be one (they join where most burst).
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
@@ -298,7 +302,7 @@ def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themsel
 
 
 def _worker_row(
-    row_id: int, time_ms: int, failed: bool, test: int, worker: str, job: str
+    row_id: int, time_ms: int, failed: bool, test: int, worker: str, job: str, image: str | None = None
 ) -> tuple[object, ...]:
     """One stored result of a persistent worker on its own host, in `Frame.append_results` order."""
     return (
@@ -310,7 +314,7 @@ def _worker_row(
         worker,
         f"{worker}-host",
         "workers",
-        None,
+        image,
         None,
         job,
         job,
@@ -437,3 +441,117 @@ def test_a_sick_runner_and_a_bad_image_on_the_other_host_are_not_a_sick_pool(see
     assert called.pop(("runner", "win-02")) == "memory"
     # One host on the image: the image cannot be told from the host, and either names the cause.
     assert set(called) in ({("machine", image_host)}, {("image", "win2022-0915")})
+
+
+def test_an_outage_whose_first_minutes_reach_one_hosts_jobs_covers_them() -> None:
+    # Six workers, each on its own host, run 30-test jobs every 40 minutes: w1 finishes two at :00
+    # and :05, the others between :20 and :24. An outage from 3h58 to 4h35 fails most tests. Its first
+    # failures are w1's two jobs alone, a quarter hour before any other host reports one.
+    frame = Frame()
+    rows: list[tuple[object, ...]] = []
+    start = 1_796_287_200_000
+    outage = (start + 238 * 60_000, start + 275 * 60_000)
+    draw = np.random.default_rng(5)
+    failed_inside: list[int] = []
+    for cycle in range(12):
+        ends = {"w1": (0, 5), **{f"w{k}": (18 + k,) for k in range(2, 7)}}
+        for worker, minutes in ends.items():
+            for minute in minutes:
+                at = start + (cycle * 40 + minute) * 60_000
+                job = f"{worker}-{cycle}-{minute}"
+                for test in range(30):
+                    inside = outage[0] <= at + test * 1000 < outage[1]
+                    failed = bool(draw.random() < (0.7 if inside else 0.004))
+                    rows.append(_worker_row(len(rows) + 1, at + test * 1000, failed, test, worker, job))
+                    if failed and inside:
+                        failed_inside.append(at + test * 1000)
+    frame.append_results(rows)
+    analysis = analyse(frame)
+    (found,) = analysis.outages
+    assert found["start"] <= iso(min(failed_inside)) and found["end"] > iso(max(failed_inside))
+    assert analysis.incidents == []
+
+
+def _rollout(hosts: int, reached: int, every_min: int, fail_prob: float, seed: int) -> Frame:
+    """`hosts` workers run 20-test jobs every 15 minutes for 12 hours; from 2 h an image reaches one
+    more of the first `reached` every `every_min` minutes, and there two tests in three fail at
+    `fail_prob` from then on."""
+    draw = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    for number in range(1, hosts + 1):
+        worker = f"w{number}"
+        switch = start + (120 + every_min * (number - 1)) * 60_000 if number <= reached else None
+        offset = draw.uniform(0, 15)
+        for job in range(48):
+            at = start + int((job * 15 + offset) * 60_000)
+            new = switch is not None and at >= switch
+            for test in range(20):
+                failed = bool(draw.random() < (fail_prob if new and test % 3 else 0.005))
+                rows.append(
+                    _worker_row(
+                        len(rows) + 1,
+                        at + test * 1000,
+                        failed,
+                        test,
+                        worker,
+                        f"{worker}-{job}",
+                        "v2" if new else "v1",
+                    )
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("hosts", "reached", "every_min", "fail_prob"), [(24, 10, 10, 0.3), (30, 12, 5, 0.2)]
+)
+def test_an_image_reaching_hosts_one_by_one_is_the_image_not_an_outage(
+    hosts: int, reached: int, every_min: int, fail_prob: float
+) -> None:
+    # Each host bursts as the image reaches it, a few at a time; the hosts still on v1 run clean.
+    for seed in range(1, 6):
+        analysis = analyse(_rollout(hosts, reached, every_min, fail_prob, seed))
+        assert analysis.outages == [], seed
+        assert judged(analysis) == {("image", "v2")}, seed
+
+
+def _static_waves(seed: int) -> Frame:
+    """Eight hosts of four runners each; every runner runs its own 12-test shard every two hours at a
+    moment of its own. r0 on h1 and on h2 fail 40 % of their tests all along, and their jobs end
+    within the same five minutes of every wave."""
+    draw = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    for host in range(8):
+        for slot in range(4):
+            runner = f"h{host}-r{slot}"
+            sick = slot == 0 and host in (1, 2)
+            offset = 50 + draw.uniform(0, 5) if sick else draw.uniform(0, 120)
+            for wave in range(12):
+                at = start + int((wave * 120 + offset) * 60_000)
+                for test in range(12):
+                    failed = bool(draw.random() < (0.4 if sick else 0.01))
+                    row = _worker_row(
+                        len(rows) + 1,
+                        at + test * 1000,
+                        failed,
+                        (host * 4 + slot) * 12 + test,
+                        runner,
+                        f"{runner}-{wave}",
+                    )
+                    rows.append((*row[:6], f"h{host}", *row[7:]))
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5])
+def test_two_sick_hosts_alone_at_a_quiet_moment_are_not_an_outage(seed: int) -> None:
+    # Their hosts' healthy runners ran clean in the hours before, so each wave the two hosts burst
+    # against their own rate while only a few other hosts report: most of those that reported, but
+    # two of the eight hosts that ran within the hour.
+    analysis = analyse(_static_waves(seed))
+    assert analysis.outages == []
+    assert judged(analysis) == {("runner", "h1-r0"), ("runner", "h2-r0")}
