@@ -12,6 +12,7 @@ from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
+from tests.sim.random_fleet import random_scenario
 from tests.sim.scenarios import kitchen_sink, seed_story
 
 
@@ -206,3 +207,12 @@ def test_a_commit_broken_test_is_broken_where_one_pool_runs_only_new_code() -> N
     frame.append_results(rows)
     (score,) = analyse(frame).tests
     assert score["verdict"] == "broken"
+
+
+def test_a_flaky_test_keeps_the_failures_from_before_its_runner_went_sick() -> None:
+    # Random fleet 49: one of the three flaky tests failed mostly on a runner that later went sick.
+    # Its failures from before the onset were discounted with the sick runner's stretch, and the
+    # test was missed. Only failures from the incident's onset are the incident's.
+    fleet = simulate(random_scenario(49), seed=1)
+    analysis = analyse(frame_of(fleet))
+    assert verdicts(analysis, "flaky") == set(fleet.truth.flaky_tests)
