@@ -81,7 +81,7 @@ def find_outages(
     # every bin against the rates with the outages found at first left out.
     flagged = np.zeros(bins.size, bool)
     for _ in range(2):
-        flagged, active, failing = _flag(counts, flagged, radius, config)
+        flagged, active, failing = _flag(counts, flagged, radius, join, config)
         flagged = _transient(counts, flagged, radius, join)
     image = frame_cols["image"][idx]
     for start, stop in _runs(bins, flagged, join):
@@ -109,7 +109,7 @@ class _Counts:
 
 
 def _flag(
-    counts: _Counts, excluded: np.ndarray, radius: int, config: AnalysisConfig
+    counts: _Counts, excluded: np.ndarray, radius: int, join: int, config: AnalysisConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(flagged bins, active hosts, bursting hosts) per bin; `excluded` bins feed no rate "before"."""
     bins, observed, executions, expect = counts.bins, counts.observed, counts.executions, counts.expect
@@ -131,17 +131,17 @@ def _flag(
     # which can show a multiple where sick ones dilute it), or beyond the fleet's own rate just before:
     # a multiple of it, or (where hosts already fail a lot, so no multiple is possible) a share of the
     # passes it lost.
+    fleet_burst = observed >= config.outage_min_ratio * fleet_before * executions
     beyond = (
         (observed >= config.outage_min_ratio * expect)
         | unsaturated_excess
-        | (observed >= config.outage_min_ratio * fleet_before * executions)
+        | fleet_burst
         | _beyond_own_rate(observed, executions, fleet_before, config, config.outage_p)
     )
     candidate = beyond & (p_own < config.outage_p) & (counts.distinct >= 3)
     most_active = (failing >= config.outage_min_runners) & (
         failing >= config.outage_min_share * np.maximum(active, 1)
     )
-    fleet_burst = observed >= config.outage_min_ratio * fleet_before * executions
 
     def bursting_on_most_of(hosts: np.ndarray) -> np.ndarray:
         wanted = np.maximum(2, np.minimum(config.outage_min_runners, config.outage_min_share * hosts))
@@ -175,7 +175,7 @@ def _flag(
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
-    for start, stop in _runs(bins, flagged, 2 * config.outage_pad_bins + 1):
+    for start, stop in _runs(bins, flagged, join):
         if not core[start:stop].any():
             flagged[start:stop] = False
     return flagged, active, failing

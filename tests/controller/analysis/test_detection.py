@@ -302,9 +302,17 @@ def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themsel
 
 
 def _worker_row(
-    row_id: int, time_ms: int, failed: bool, test: int, worker: str, job: str, image: str | None = None
+    row_id: int,
+    time_ms: int,
+    failed: bool,
+    test: int,
+    worker: str,
+    job: str,
+    image: str | None = None,
+    host: str | None = None,
 ) -> tuple[object, ...]:
-    """One stored result of a persistent worker on its own host, in `Frame.append_results` order."""
+    """One stored result of a persistent worker (on its own host unless `host` is given), in
+    `Frame.append_results` order."""
     return (
         row_id,
         time_ms,
@@ -312,7 +320,7 @@ def _worker_row(
         False,
         f"tests/test_suite.py::test_{test}",
         worker,
-        f"{worker}-host",
+        host or f"{worker}-host",
         "workers",
         image,
         None,
@@ -533,15 +541,17 @@ def _static_waves(seed: int) -> Frame:
                 at = start + int((wave * 120 + offset) * 60_000)
                 for test in range(12):
                     failed = bool(draw.random() < (0.4 if sick else 0.01))
-                    row = _worker_row(
-                        len(rows) + 1,
-                        at + test * 1000,
-                        failed,
-                        (host * 4 + slot) * 12 + test,
-                        runner,
-                        f"{runner}-{wave}",
+                    rows.append(
+                        _worker_row(
+                            len(rows) + 1,
+                            at + test * 1000,
+                            failed,
+                            (host * 4 + slot) * 12 + test,
+                            runner,
+                            f"{runner}-{wave}",
+                            host=f"h{host}",
+                        )
                     )
-                    rows.append((*row[:6], f"h{host}", *row[7:]))
     frame = Frame()
     frame.append_results(rows)
     return frame
