@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import Baseline
+from controller.analysis.baseline import Baseline, unique_pairs
 from controller.analysis.clusters import (
     Segment,
     bh_cutoff,
@@ -423,8 +423,7 @@ def _interaction_per_child(
     """Per child: the failures, and the expected ones, of its most-failing test where that test is an
     interaction — run at least five times on the other children, failing there at under half the
     rate — else zero (under static sharding no other child runs it, and nothing can be told)."""
-    pairs, pair_of = np.unique(np.stack([child, test]), axis=1, return_inverse=True)
-    pair_of = pair_of.ravel()
+    pairs, pair_of = unique_pairs(child, test)
     pair_obs = np.bincount(pair_of, weights=failed.astype(float), minlength=pairs.shape[1])
     pair_exp = np.bincount(pair_of, weights=expected, minlength=pairs.shape[1])
     pair_n = np.bincount(pair_of, minlength=pairs.shape[1]).astype(float)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import WindowIndex, combine
+from controller.analysis.baseline import WindowIndex, combine, unique_pairs
 from controller.analysis.config import AnalysisConfig
 
 
@@ -71,7 +71,7 @@ def find_outages(
     h_bin[hinv] = inverse
     h_host = np.zeros(unique_hosts.size, np.int64)
     h_host[hinv] = host
-    failed_pairs = np.unique(np.stack([inverse[f > 0], tst[f > 0]]), axis=1)
+    failed_pairs, _ = unique_pairs(inverse[f > 0], tst[f > 0])
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
     near = _hosts_near(bins, h_bin, h_host, radius)
     counts = _Counts(bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n, near)

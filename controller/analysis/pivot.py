@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from controller.analysis.baseline import unique_pairs
 from controller.analysis.frame import Frame
 
 DIMENSIONS = ("shard", "runner", "machine", "image", "pool")
@@ -21,7 +22,7 @@ def pivot(frame: Frame, rows: np.ndarray, by: str) -> list[dict[str, Any]]:
     executions = np.bincount(inverse)
     failures = np.bincount(inverse, weights=frame.fail[idx].astype(float))
     failed = frame.fail[idx]
-    pairs = np.unique(np.stack([inverse[failed], frame.cols["test"][idx][failed]]), axis=1)
+    pairs, _ = unique_pairs(inverse[failed], frame.cols["test"][idx][failed])
     distinct = np.bincount(pairs[0], minlength=codes.size) if pairs.size else np.zeros(codes.size, int)
     lines: list[dict[str, Any]] = [
         {
