@@ -33,6 +33,9 @@ from controller.analysis.levels import LEVELS, Level, build_levels
 CHILD_P = 0.01
 # How unlikely a clean child must be under the common-cause hypothesis before it refutes it.
 SPARED_P = 1e-3
+# The same where the cause strikes whole jobs: few units, so a coarser bar (six clean jobs of a child
+# beside others that failed two jobs in three is already past it).
+SPARED_JOBS_P = 0.01
 
 
 @dataclass
@@ -331,9 +334,8 @@ def _spread_over_children(
     # expectation of one half: such noise would make a pool look sick wherever half its hosts are.
     # And beyond a test × runner interaction: one test failing over and over on one child while the
     # other children pass it is that child's problem with that test, not a share of a common cause.
-    odd_obs, odd_exp = _interaction_per_child(
-        inverse, frame.cols["test"][rows], fail[rows], expected[rows], codes.size
-    )
+    test = frame.cols["test"][rows]
+    odd_obs, odd_exp = _interaction_per_child(inverse, test, fail[rows], expected[rows], codes.size)
     broad_obs, broad_exp = obs - odd_obs, exp - odd_exp
     elevated = (
         considered
@@ -343,13 +345,19 @@ def _spread_over_children(
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
-        inverse, frame.cols["test"][rows], fail[rows], expected[rows], elevated, considered
+        inverse,
+        test,
+        frame.units_of(rows),
+        fail[rows],
+        expected[rows],
+        elevated,
+        considered,
     ):
         return None, None
     worst = int(np.argmax(obs - exp))
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
-    rest = rows[(inverse != worst) & (frame.cols["test"][rows] != segment.top_test)]
+    rest = rows[(inverse != worst) & (test != segment.top_test)]
     if not _stands_without(rest, segment, frame, expected, cutoff, config):
         return None, None
     # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
@@ -454,6 +462,7 @@ def _as_struck(failures: float, expected: float, executions: int, toll: float) -
 def _a_child_is_spared(
     child: np.ndarray,
     test: np.ndarray,
+    unit: np.ndarray,
     failed: np.ndarray,
     expected: np.ndarray,
     elevated: np.ndarray,
@@ -468,7 +477,12 @@ def _a_child_is_spared(
     toll should fail as often on a clean child; a test they never ran (static sharding gives each
     host its own) is one the cause reaches as often as it reached theirs. A host whose three tests
     the cause does not break is not spared; one that ran forty of them cleanly, or the tests that
-    failed everywhere else, is."""
+    failed everywhere else, is.
+
+    A cause may also strike whole jobs (`unit`) rather than executions: a bad image that breaks one
+    job in three, many tests at once, leaves a host that ran one or two jobs cleanly unremarkable,
+    however many tests those jobs held. So a spared child must also have run clean jobs beyond what
+    the share of the elevated children's jobs that failed allows."""
     on_elevated = elevated[child]
     tests, inverse = np.unique(test, return_inverse=True)
     f = np.bincount(inverse, weights=failed * on_elevated, minlength=tests.size)
@@ -477,11 +491,24 @@ def _a_child_is_spared(
     ran = k > 0
     toll = np.where(ran, np.maximum(f - e, 0.0) / np.maximum(k, 1), 0.0)
     reached = float((f[ran] > 0).mean()) if ran.any() else 0.0
-    for i in np.flatnonzero(considered & ~elevated):
+    jobs, job_of = unique_pairs(child, unit)
+    job_failed = np.bincount(job_of, weights=failed, minlength=jobs.shape[1]) > 0
+    job_child = jobs[0]
+    struck_elevated = elevated[job_child]
+    struck = (job_failed[struck_elevated].sum() + 0.5) / (struck_elevated.sum() + 1.0)
+    job_odds = stats.binom.cdf(
+        np.bincount(job_child, weights=job_failed, minlength=elevated.size),
+        np.bincount(job_child, minlength=elevated.size),
+        struck,
+    )
+    clean = np.flatnonzero(considered & ~elevated)
+    # Each clean child is one more chance for a chance run of clean jobs: of thirty hosts, one may
+    # pass eight jobs in a row where the cause strikes two in five.
+    for i in clean:
         mine = child == i
         clean_odds = stats.poisson.cdf(failed[mine].sum(), expected[mine].sum() + toll[inverse[mine]].sum())
         unseen = np.unique(inverse[mine][~ran[inverse[mine]]]).size
-        if clean_odds * (1.0 - reached) ** unseen < SPARED_P:
+        if clean_odds * (1.0 - reached) ** unseen < SPARED_P and job_odds[i] * clean.size < SPARED_JOBS_P:
             return True
     return False
 

@@ -104,10 +104,18 @@ class Frame:
 
     def jobs_in(self, rows: np.ndarray) -> int:
         """Distinct jobs among the rows (an index array or a mask); distinct hours where jobs are not named."""
+        return int(np.unique(self.units_of(rows)).size)
+
+    def units_of(self, rows: np.ndarray) -> np.ndarray:
+        """Per row (an index array or a mask), a non-negative code of the unit of work it ran in: its
+        job, or its hour where jobs are not named."""
         jobs = self.cols["job"][rows]
+        units: np.ndarray
         if jobs.size and (jobs >= 0).all():
-            return int(np.unique(jobs).size)
-        return int(np.unique(self.time_ms[rows] // 3_600_000).size)
+            units = jobs.astype(np.int64)
+            return units
+        units = self.time_ms[rows] // 3_600_000
+        return units
 
     def canonical(self) -> Frame:
         """The same data in an order that does not depend on arrival: codes sorted by their strings,

@@ -68,7 +68,8 @@ class BadImage:
     """A new image rolled out at `onset` to `fraction_of_pool` of a pool's machines breaks many tests there.
 
     Readings stay healthy unless `dimension="cache"`: then its hosts agree on a digest the pool majority
-    does not have.
+    does not have. With `job_share` below 1 it strikes only that share of the jobs on its hosts (a race
+    in a driver, a service that starts or does not), failing many of their tests at once.
     """
 
     image: str
@@ -77,6 +78,7 @@ class BadImage:
     fraction_of_pool: float = 0.4
     fail_prob: float = 0.5
     dimension: Dimension = "unknown"
+    job_share: float = 1.0
 
 
 @dataclass(frozen=True)

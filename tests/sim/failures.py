@@ -133,6 +133,9 @@ def execute(
     for s in plan.sick:
         entity = {"agent": agent, "machine": machine, "image": image, "pool": pool}[s.level]
         idx = np.flatnonzero((entity == s.where) & (t >= s.onset_s) & (t < s.end_s) & (s.p_test[test] > 0))
+        if s.job_share < 1.0:
+            struck = rng.random(len(jobs)) < s.job_share
+            idx = idx[struck[job[idx]]]
         p_sick = s.p_test[test[idx]]
         if s.slow_threshold > 0:
             ratio = health.disk_ratio[agent[idx], gi[idx]]

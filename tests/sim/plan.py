@@ -52,6 +52,7 @@ class Sick:
     end_s: float
     p_test: np.ndarray  # (n_tests,)
     slow_threshold: float = 0.0  # SlowDisk: probability scales with how far free space is below this
+    job_share: float = 1.0  # the share of jobs it strikes at all
 
 
 @dataclass
@@ -225,7 +226,18 @@ def build_plan(
             onset = scenario.offset_s(ev.onset)
             plan.rollouts.append(Rollout(image, pool, machines, onset, ev.dimension))
             p = _affected(catalog, catalog.pool_tests(ev.pool), ev.dimension, ev.fail_prob, rng)
-            plan.sick.append(Sick(f"sick:image:{ev.image}", "image", image, ev.dimension, onset, forever, p))
+            plan.sick.append(
+                Sick(
+                    f"sick:image:{ev.image}",
+                    "image",
+                    image,
+                    ev.dimension,
+                    onset,
+                    forever,
+                    p,
+                    job_share=ev.job_share,
+                )
+            )
             mark("image", ev.image, ev.dimension, onset)
         elif isinstance(ev, Outage):
             t0 = scenario.offset_s(ev.start)

@@ -278,6 +278,23 @@ def test_a_bad_image_on_half_of_a_wide_pool_is_the_image_not_its_runners(number:
     assert called <= set(fleet.truth.sick)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_image_that_strikes_some_jobs_is_the_image_though_hosts_ran_one_job_cleanly(seed: int) -> None:
+    # Sixty hosts run a job every two and a half hours; at 16 h a new image reaches half of them and
+    # breaks two jobs in five, many tests in each. Several hosts ran only one or two jobs on it and
+    # those passed: a clean job is what the image leaves three times in five, not a host it spared.
+    scenario = Scenario(
+        pools=(PoolSpec("win", 60, shards=12),),
+        duration_days=1.0,
+        jobs_per_runner_per_hour=0.4,
+        events=(
+            BadImage("win2022-0301", "win", onset=timedelta(hours=16), fraction_of_pool=0.5, job_share=0.4),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    assert judged(analyse(frame_of(fleet))) == {("image", "win2022-0301")}
+
+
 def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themselves() -> None:
     # linux-01 fills its disk at 8 h and linux-02 runs out of memory at 12 h; at 30 h a bad image
     # reaches every host of the pool. The pool's stretch opens with the first sick runner, but the
