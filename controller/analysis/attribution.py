@@ -334,9 +334,17 @@ def _spread_over_children(
     # expectation of one half: such noise would make a pool look sick wherever half its hosts are.
     # And beyond a test × runner interaction: one test failing over and over on one child while the
     # other children pass it is that child's problem with that test, not a share of a common cause.
+    # And beyond the stretch's two most-failing tests: two tests a commit broke fail on every child
+    # alike, a cause the children share that is two tests, not a sick entity (`breadth` asks the
+    # same of the whole stretch).
     test = frame.cols["test"][rows]
-    odd_obs, odd_exp = _interaction_per_child(inverse, test, fail[rows], expected[rows], codes.size)
-    broad_obs, broad_exp = obs - odd_obs, exp - odd_exp
+    failed_tests, failed_counts = np.unique(test[fail[rows]], return_counts=True)
+    wide = ~np.isin(test, failed_tests[np.argsort(-failed_counts, kind="stable")[:2]])
+    odd_obs, odd_exp = _interaction_per_child(
+        inverse[wide], test[wide], fail[rows][wide], expected[rows][wide], codes.size
+    )
+    broad_obs = np.bincount(inverse[wide], weights=fail[rows][wide], minlength=codes.size) - odd_obs
+    broad_exp = np.bincount(inverse[wide], weights=expected[rows][wide], minlength=codes.size) - odd_exp
     elevated = (
         considered
         & (broad_obs >= np.maximum(2.0, 2.0 * broad_exp))

@@ -14,7 +14,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.events import BadImage, SickRunner, SilentAgent
+from tests.sim.events import BadImage, BrokenTest, SickRunner, SilentAgent
 from tests.sim.random_fleet import random_scenario, widened
 from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import (
@@ -293,6 +293,33 @@ def test_an_image_that_strikes_some_jobs_is_the_image_though_hosts_ran_one_job_c
     )
     fleet = simulate(scenario, seed=seed)
     assert judged(analyse(frame_of(fleet))) == {("image", "win2022-0301")}
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_two_broken_tests_and_two_sick_runners_are_not_a_sick_pool_or_host(seed: int) -> None:
+    # The arm pool runs each of its two shards every few minutes, the small linux pool each of its 34
+    # shards a few times a day, so the linux runs say little about what a test does at a given hour.
+    # Two tests a commit breaks then fail on every arm host, beside a runner with a poisoned cache
+    # and, later, one failing without readings. The hosts' excess is those two tests and those two
+    # runners: not the pool's, and not the host of the second runner, which shares it with a runner
+    # that is healthy.
+    scenario = Scenario(
+        pools=(
+            PoolSpec("arm", 9, runners_per_machine=2, shards=2),
+            PoolSpec("linux", 2, ephemeral=True, hosts=2, shards=34),
+        ),
+        events=(
+            BrokenTest(5, since=timedelta(hours=30)),
+            BrokenTest(17, since=timedelta(hours=31)),
+            SickRunner("arm-06", "cache", onset=timedelta(hours=24), fail_prob=0.3),
+            SickRunner("arm-03", "unknown", onset=timedelta(hours=40), fail_prob=0.15),
+        ),
+    )
+    called = {
+        (i["kind"], i["entity"]): i["dimension"]
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("runner", "arm-06"): "cache", ("runner", "arm-03"): "unknown"}
 
 
 def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themselves() -> None:
