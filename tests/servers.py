@@ -37,6 +37,13 @@ def controller_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "controller.cli", *args]
 
 
+def interruptible() -> None:
+    """`preexec_fn` for a child the test stops with Ctrl-C: a suite started in the background by a
+    shell without job control (`cmd &` in a script) ignores SIGINT, and its children inherit that,
+    unlike a program an operator starts from a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def runnerctl_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "runnerctl.main", *args]
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.controller.api.test_ingest import result
 from tests.runnerctl.test_get_describe import run
-from tests.servers import REPO, Controller, runnerctl_cmd, running_controller
+from tests.servers import REPO, Controller, interruptible, runnerctl_cmd, running_controller
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +56,7 @@ def test_watch_prints_changes_and_ends_cleanly_on_ctrl_c(controller: Controller)
         text=True,
         cwd=REPO,
         env=env,
+        preexec_fn=interruptible,
     ) as watcher:
         try:
             lines = Lines(watcher)

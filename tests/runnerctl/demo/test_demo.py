@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runnerctl.demo import story
-from tests.servers import REPO, runnerctl_cmd
+from tests.servers import REPO, interruptible, runnerctl_cmd
 
 pytestmark = pytest.mark.slow
 READY = "Press Ctrl-C to stop the controller and the CI stand-in."
@@ -33,6 +33,7 @@ class Demo:
             text=True,
             cwd=REPO,
             env=env,
+            preexec_fn=interruptible,
         )
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
