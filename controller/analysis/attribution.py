@@ -340,11 +340,10 @@ def _spread_over_children(
     test = frame.cols["test"][rows]
     failed_tests, failed_counts = np.unique(test[fail[rows]], return_counts=True)
     wide = ~np.isin(test, failed_tests[np.argsort(-failed_counts, kind="stable")[:2]])
-    odd_obs, odd_exp = _interaction_per_child(
-        inverse[wide], test[wide], fail[rows][wide], expected[rows][wide], codes.size
-    )
-    broad_obs = np.bincount(inverse[wide], weights=fail[rows][wide], minlength=codes.size) - odd_obs
-    broad_exp = np.bincount(inverse[wide], weights=expected[rows][wide], minlength=codes.size) - odd_exp
+    wide_child, wide_fail, wide_exp = inverse[wide], fail[rows][wide], expected[rows][wide]
+    odd_obs, odd_exp = _interaction_per_child(wide_child, test[wide], wide_fail, wide_exp, codes.size)
+    broad_obs = np.bincount(wide_child, weights=wide_fail, minlength=codes.size) - odd_obs
+    broad_exp = np.bincount(wide_child, weights=wide_exp, minlength=codes.size) - odd_exp
     elevated = (
         considered
         & (broad_obs >= np.maximum(2.0, 2.0 * broad_exp))

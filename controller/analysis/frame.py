@@ -110,12 +110,9 @@ class Frame:
         """Per row (an index array or a mask), a non-negative code of the unit of work it ran in: its
         job, or its hour where jobs are not named."""
         jobs = self.cols["job"][rows]
-        units: np.ndarray
         if jobs.size and (jobs >= 0).all():
-            units = jobs.astype(np.int64)
-            return units
-        units = self.time_ms[rows] // 3_600_000
-        return units
+            return np.asarray(jobs, np.int64)
+        return np.asarray(self.time_ms[rows] // 3_600_000, np.int64)
 
     def canonical(self) -> Frame:
         """The same data in an order that does not depend on arrival: codes sorted by their strings,
