@@ -134,7 +134,9 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
         ],
         dtype=bool,
     )
-    bad[reading] = held_bad[per_reading.ravel()]
+    # One reading digests several caches: it is bad if any of them is (a plain assignment through
+    # repeated indices would keep only the last cache's verdict).
+    np.logical_or.at(bad, reading, held_bad[per_reading.ravel()])
     return bad
 
 

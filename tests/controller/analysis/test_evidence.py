@@ -16,15 +16,19 @@ DAY0_MS = 1_790_000_000_000 // 86_400_000 * 86_400_000
 
 
 def _cache_frame(
-    digest_of: dict[str, list[str]], every_minutes: int = 15
+    digest_of: dict[str, list[str]], every_minutes: int = 15, own_ccache: bool = False
 ) -> tuple[Frame, list[tuple[str, int]]]:
-    """Each runner of one pool reports its `pip` cache digest every quarter hour, from the list."""
+    """Each runner of one pool reports its `pip` cache digest every quarter hour, from the list; with
+    `own_ccache`, then a `ccache` digest of its own (compiler caches differ from runner to runner)."""
     rows: list[tuple[object, ...]] = []
     who: list[tuple[str, int]] = []
     for runner, digests in digest_of.items():
         for step, digest in enumerate(digests):
             at = DAY0_MS + step * every_minutes * 60_000
-            data = {"caches": [{"key": "pip", "digest": digest}]}
+            caches = [{"key": "pip", "digest": digest}]
+            if own_ccache:
+                caches.append({"key": "ccache", "digest": f"{runner}-{step}"})
+            data = {"caches": caches}
             rows.append(
                 (len(rows) + 1, at, runner, f"{runner}-host", "linux", None, "cache", "ok", json.dumps(data))
             )
@@ -64,3 +68,15 @@ def test_a_poisoned_cache_and_a_runner_left_behind_are_bad() -> None:
     assert left_behind
     assert min(t for _r, t in left_behind) > DAY0_MS + 12 * HOUR_MS
     assert all(r in ("linux-4", "linux-5") for r, _t in bad)
+
+
+def test_a_poisoned_cache_is_bad_though_the_same_reading_digests_another_cache() -> None:
+    # The agent reports pip and then ccache in one reading. ccache differs on every runner, so the pool
+    # has no digest of its own for it and it says nothing; the poisoned pip digest still makes the
+    # reading bad.
+    steps = 96
+    digest_of = {f"linux-{n}": ["ok"] * steps for n in range(4)}
+    digest_of["linux-4"] = ["ok"] * 64 + ["poisoned"] * (steps - 64)
+    frame, who = _cache_frame(digest_of, own_ccache=True)
+    poisoned = {(r, t) for r, t in who if r == "linux-4" and t >= DAY0_MS + 16 * HOUR_MS}
+    assert _bad_cache(frame, who) == poisoned
