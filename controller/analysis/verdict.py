@@ -62,7 +62,8 @@ def build_incident(
         frame, level, seg.entity, end_ms, last_failure, cluster.expected, usable, as_of_ms, config
     )
     if resolved_at is not None and (
-        finding.dimension == "unknown" or _healthy_since(frame, badness, reading_rows, finding, end_ms)
+        finding.dimension == "unknown"
+        or _healthy_since(frame, badness, reading_rows, finding, end_ms, config)
     ):
         state = "resolved"
 
@@ -176,13 +177,27 @@ def _resolved_at(
 
 
 def _healthy_since(
-    frame: Frame, badness: Badness, reading_rows: np.ndarray, finding: Finding, end_ms: int
+    frame: Frame,
+    badness: Badness,
+    reading_rows: np.ndarray,
+    finding: Finding,
+    end_ms: int,
+    config: AnalysisConfig,
 ) -> bool:
+    """The confirming dimension reads healthy again, and has for a while: a disk freed hours after the
+    failures stopped (the host idled overnight) is healed from then on, not sick for ever."""
     rows = reading_rows[
         (frame.r_time_ms[reading_rows] >= end_ms)
         & (frame.r_check[reading_rows] == badness.check_of[finding.dimension])
     ]
-    return rows.size > 0 and not badness.bad[finding.dimension][rows].any()
+    if rows.size == 0:
+        return False
+    times = frame.r_time_ms[rows]
+    bad = badness.bad[finding.dimension][rows]
+    if not bad.any():
+        return True
+    last_bad = int(times[bad].max())
+    return int(times.max()) - last_bad >= config.resolve_after_s * 1000
 
 
 def _passed_elsewhere(

@@ -14,7 +14,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.events import BadImage, BrokenTest, SickRunner, SilentAgent
+from tests.sim.events import BadImage, BrokenTest, SickRunner, SilentAgent, WarningRunner
 from tests.sim.random_fleet import random_scenario, widened
 from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import (
@@ -443,6 +443,27 @@ def test_two_clean_jobs_minutes_after_the_last_failure_do_not_resolve_it() -> No
     # The data end ten minutes after w2's last failure: two jobs that passed are 24 clean executions,
     # not a runner that healed.
     assert _state_of_w2(_four_workers(set(range(10, 30)), jobs=32)) == "suspect"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("disk_freed_at", "state"), [(timedelta(hours=36), "resolved"), (None, "sick")])
+def test_a_runner_whose_disk_was_freed_after_its_failures_stopped_is_resolved(
+    seed: int, disk_freed_at: timedelta | None, state: str
+) -> None:
+    # linux-03's full disk fails its tests from 20 h to 30 h; the disk stays full, idle or lucky, until
+    # someone frees it at 36 h, and it runs cleanly to the end of the second day. Healed from then on;
+    # while the disk is still full at the end of the data, it is still sick.
+    scenario = Scenario(
+        events=(
+            SickRunner("linux-03", "disk", onset=timedelta(hours=20), end=timedelta(hours=30)),
+            WarningRunner("linux-03", "disk", start=timedelta(hours=30), end=disk_freed_at),
+        )
+    )
+    called = {
+        (i["kind"], i["entity"], i["state"], i["dimension"])
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("runner", "linux-03", state, "disk")}
 
 
 def _weak_clock(seed: int, *, agent_silent: bool) -> Analysis:
