@@ -78,7 +78,7 @@ def find_clusters(
             ):
                 continue
             note, common_onset = _spread_over_children(
-                segment, level, frame, usable, expected, cutoff, config
+                segment, level, frame, usable, expected, badness, cutoff, config
             )
             if note and not _one_cause(segment, level, frame, badness, config):
                 note = None
@@ -307,6 +307,7 @@ def _spread_over_children(
     frame: Frame,
     usable: np.ndarray,
     expected: np.ndarray,
+    badness: Badness,
     cutoff: float,
     config: AnalysisConfig,
 ) -> tuple[str | None, int | None]:
@@ -405,6 +406,11 @@ def _spread_over_children(
         1 for onset, soon in zip(onsets, prompt, strict=True) if soon or abs(onset - middle) <= tolerance
     )
     if aligned * 3 < 2 * len(onsets):
+        if level.name == "machine" and _readings_name_one_cause(
+            segment, frame, badness, codes[elevated], config
+        ):
+            shown = f"{int(elevated.sum())} of {int(considered.sum())} runners"
+            return f"excess on {shown}, each runner's readings naming one cause for them all", min(onsets)
         return None, None
     # The cause began with the children starting together or failing as they joined; a child already
     # failing when the stretch opened, long before the rest, is a problem of its own.
@@ -416,6 +422,24 @@ def _spread_over_children(
     kind = "runners" if level.name == "machine" else "hosts"
     note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
     return note, min(common) if common else None
+
+
+def _readings_name_one_cause(
+    segment: Segment, frame: Frame, badness: Badness, runners: np.ndarray, config: AnalysisConfig
+) -> bool:
+    """Runners of one host each of whose own readings name the same dimension for the failures of all
+    of them: the host's memory or disk, read by every runner's agent. A slow degradation shows in
+    each runner's failures hours apart (each crosses the bar by chance at its own time); the readings
+    are the cause's own clock."""
+    rows = segment.rows
+    failed = rows[frame.fail[rows]]
+    start, end = int(frame.time_ms[failed].min()), int(frame.time_ms[failed].max())
+    dimensions = set()
+    for runner in runners:
+        readings = np.flatnonzero(frame.r_runner == runner)
+        # A failure on another runner of the host is matched to these readings through the host.
+        dimensions.add(examine(frame, badness, readings, failed, start, end, config).dimension)
+    return len(dimensions) == 1 and "unknown" not in dimensions
 
 
 def _stands_without(

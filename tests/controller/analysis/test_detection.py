@@ -14,7 +14,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.events import BadImage, BrokenTest, SickRunner, SilentAgent, WarningRunner
+from tests.sim.events import BadImage, BrokenTest, SickRunner, SilentAgent, SlowDisk, WarningRunner
 from tests.sim.random_fleet import random_scenario, widened
 from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import (
@@ -630,3 +630,23 @@ def test_two_sick_hosts_alone_at_a_quiet_moment_are_not_an_outage(seed: int) -> 
     analysis = analyse(_static_waves(seed))
     assert analysis.outages == []
     assert judged(analysis) == {("runner", "h1-r0"), ("runner", "h2-r0")}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 7])
+def test_a_vm_whose_disk_fills_slowly_is_the_vm_though_its_runners_fail_hours_apart(seed: int) -> None:
+    # win-01 and win-02 share win-vm-01, whose disk fills over three days; each runner's agent reads
+    # it. One in seven of their IO tests fail as it fills, so each runner's failures become clear at
+    # its own time, hours apart. Both runners' readings name the disk for the failures of both: one
+    # host, not two sick runners.
+    scenario = Scenario(
+        pools=(PoolSpec("win", 8, runners_per_machine=2, shards=4), PoolSpec("linux", 8, shards=4)),
+        duration_days=5.0,
+        events=tuple(
+            SlowDisk(runner, start=timedelta(days=1), days=3.0, fail_prob=0.15)
+            for runner in ("win-01", "win-02")
+        ),
+    )
+    analysis = analyse(frame_of(simulate(scenario, seed=seed)))
+    assert {(i["kind"], i["entity"], i["dimension"]) for i in analysis.incidents} == {
+        ("machine", "win-vm-01", "disk")
+    }
