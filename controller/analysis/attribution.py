@@ -335,12 +335,16 @@ def _spread_over_children(
     # expectation of one half: such noise would make a pool look sick wherever half its hosts are.
     # And beyond a test × runner interaction: one test failing over and over on one child while the
     # other children pass it is that child's problem with that test, not a share of a common cause.
-    # And beyond the stretch's two most-failing tests: two tests a commit broke fail on every child
-    # alike, a cause the children share that is two tests, not a sick entity (`breadth` asks the
-    # same of the whole stretch).
+    # And beyond the stretch's two most-failing tests where they fail on several children: two tests
+    # a commit broke fail on every child alike, a cause the children share that is two tests, not a
+    # sick entity (`breadth` asks the same of the whole stretch). A top test failing on one child
+    # only is that child's share (static sharding: the one test its shard holds).
     test = frame.cols["test"][rows]
     failed_tests, failed_counts = np.unique(test[fail[rows]], return_counts=True)
-    wide = ~np.isin(test, failed_tests[np.argsort(-failed_counts, kind="stable")[:2]])
+    top_two = failed_tests[np.argsort(-failed_counts, kind="stable")[:2]]
+    failing_where = unique_pairs(test[fail[rows]], inverse[fail[rows]])[0]
+    shared = [t for t in top_two if int((failing_where[0] == t).sum()) >= 2]
+    wide = ~np.isin(test, shared)
     wide_child, wide_fail, wide_exp = inverse[wide], fail[rows][wide], expected[rows][wide]
     odd_obs, odd_exp = _interaction_per_child(wide_child, test[wide], wide_fail, wide_exp, codes.size)
     broad_obs = np.bincount(wide_child, weights=wide_fail, minlength=codes.size) - odd_obs

@@ -650,3 +650,34 @@ def test_a_vm_whose_disk_fills_slowly_is_the_vm_though_its_runners_fail_hours_ap
     assert {(i["kind"], i["entity"], i["dimension"]) for i in analysis.incidents} == {
         ("machine", "win-vm-01", "disk")
     }
+
+
+def test_a_host_whose_small_runners_each_fail_their_one_test_is_the_host() -> None:
+    # Static sharding: on each of four hosts a main worker runs twenty tests every half hour, and on
+    # host-1 and host-2 two small workers run one test each every ten minutes. host-1 breaks at 12 h
+    # and fails two in five executions of all three of its workers. The small workers' single tests
+    # are then the stretch's two most-failing: they are those workers' share of the host's trouble,
+    # not two broken tests the host's runners share.
+    rng = np.random.default_rng(7)
+    start, hour = 1_790_000_000_000 // 3_600_000 * 3_600_000, 3_600_000
+    rows: list[tuple[object, ...]] = []
+
+    def run(at: int, test: int, worker: str, job: str, host: str) -> None:
+        sick = host == "h1" and at >= start + 12 * hour
+        rows.append(
+            _worker_row(len(rows) + 1, at, bool(sick and rng.random() < 0.4), test, worker, job, host=host)
+        )
+
+    for minute in range(0, 24 * 60, 10):
+        at = start + minute * 60_000
+        for host in ("h1", "h2"):
+            for offset, worker in enumerate(("a", "b")):
+                run(at + offset * 1000, 20 + offset, f"{host}-{worker}", f"{host}-{worker}-{minute}", host)
+        if minute % 30 == 0:
+            for host in ("h1", "h2", "h3", "h4"):
+                for test in range(20):
+                    run(at + test * 1000, test, f"{host}-main", f"{host}-main-{minute}", host)
+    frame = Frame()
+    frame.append_results(rows)
+    called = {(i["kind"], i["entity"]) for i in analyse(frame).incidents}
+    assert called == {("machine", "h1")}
