@@ -84,9 +84,18 @@ def find_outages(
         flagged, active, failing = _flag(counts, flagged, radius, join, config)
         flagged = _transient(counts, flagged, radius, join)
     image = frame_cols["image"][idx]
+    row_bin = bins[inverse]
+    pad = config.outage_pad_bins
     for start, stop in _runs(bins, flagged, join):
-        inside = (inverse >= start) & (inverse < stop)
-        if not _beyond_one_image(image[inside], f[inside], expected[inside]):
+        core = (inverse >= start) & (inverse < stop)
+        beyond = _beyond_one_image(image[core], f[core], expected[core])
+        if beyond is None:
+            # Too little ran off the image in the core to tell: look over all the outage would claim,
+            # its padded edges too. Jobs end at their own times, and hosts on other images that ran
+            # cleanly minutes off the core are the evidence against it.
+            claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
+            beyond = _beyond_one_image(image[claimed], f[claimed], expected[claimed])
+        if beyond is False:
             flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
@@ -254,18 +263,18 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     return kept
 
 
-def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> bool:
+def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> bool | None:
     """An outage reaches hosts whatever image they run. A burst whose excess is on one image while the
     hosts on the others fail no more than usual is that image reaching hosts (a rollout), not an
-    outage; where the others ran too little to tell, it stays one."""
+    outage. None where the others ran too little to tell."""
     images, which = np.unique(image, return_inverse=True)
     if images.size < 2:
-        return True
+        return None
     worst = int(np.argmax(np.bincount(which, weights=failed - expected)))
     others = which != worst
     ran = int(others.sum())
     if ran < 20:
-        return True
+        return None
     observed, usual = float(failed[others].sum()), float(expected[others].sum())
     rate = min(max(usual / ran, 1e-9), 1.0)
     return observed >= 1.5 * usual and bool(stats.binom.sf(observed - 1, ran, rate) < 0.01)

@@ -681,3 +681,39 @@ def test_a_host_whose_small_runners_each_fail_their_one_test_is_the_host() -> No
     frame.append_results(rows)
     called = {(i["kind"], i["entity"]) for i in analyse(frame).incidents}
     assert called == {("machine", "h1")}
+
+
+def test_three_hosts_of_a_bad_image_failing_alone_at_a_quiet_moment_are_not_an_outage() -> None:
+    # Sixteen hosts, three on a bad image failing one test in five, run a job each every twenty
+    # minutes for twelve hours. Three hours later, in a quiet evening, three fresh hosts on the image
+    # finish jobs within eleven minutes of each other and nothing else runs then: all the hosts active
+    # at that moment fail. Hosts on the old image ran cleanly an hour before and half an hour after:
+    # the excess is the image's, not an outage.
+    rng = np.random.default_rng(3)
+    start, minute = 1_790_000_000_000 // 3_600_000 * 3_600_000, 60_000
+    rows: list[tuple[object, ...]] = []
+
+    def job(at_minute: int, host: str, image: str) -> None:
+        fail_p = 0.25 if image == "new" else 0.0
+        for test in range(40):
+            at = start + at_minute * minute + test * 5000
+            failed = bool(rng.random() < fail_p)
+            rows.append(
+                _worker_row(len(rows) + 1, at, failed, test, f"{host}-w", f"{host}-{at_minute}", image, host)
+            )
+
+    hosts = [(f"h{i}", "new" if i < 3 else "old") for i in range(16)]
+    for at_minute in range(0, 12 * 60, 20):
+        for k, (host, image) in enumerate(hosts):
+            job(at_minute + k, host, image)
+    evening = 15 * 60
+    for k, (host, image) in enumerate(hosts[3:], start=3):
+        job(evening - 60 + 3 * k, host, image)
+    for offset, host in ((0, "n0"), (4, "n1"), (11, "n2")):
+        job(evening + offset, host, "new")
+    job(evening + 30, "h3", "old")
+    frame = Frame()
+    frame.append_results(rows)
+    analysis = analyse(frame)
+    assert analysis.outages == []
+    assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("image", "new")}
