@@ -342,8 +342,8 @@ def _spread_over_children(
     test = frame.cols["test"][rows]
     failed_tests, failed_counts = np.unique(test[fail[rows]], return_counts=True)
     top_two = failed_tests[np.argsort(-failed_counts, kind="stable")[:2]]
-    failing_where = unique_pairs(test[fail[rows]], inverse[fail[rows]])[0]
-    shared = [t for t in top_two if int((failing_where[0] == t).sum()) >= 2]
+    failed_test, failed_child = test[fail[rows]], inverse[fail[rows]]
+    shared = [t for t in top_two if np.unique(failed_child[failed_test == t]).size >= 2]
     wide = ~np.isin(test, shared)
     wide_child, wide_fail, wide_exp = inverse[wide], fail[rows][wide], expected[rows][wide]
     odd_obs, odd_exp = _interaction_per_child(wide_child, test[wide], wide_fail, wide_exp, codes.size)

@@ -654,7 +654,7 @@ def test_a_vm_whose_disk_fills_slowly_is_the_vm_though_its_runners_fail_hours_ap
 
 def test_a_host_whose_small_runners_each_fail_their_one_test_is_the_host() -> None:
     # Static sharding: on each of four hosts a main worker runs twenty tests every half hour, and on
-    # host-1 and host-2 two small workers run one test each every ten minutes. host-1 breaks at 12 h
+    # h1 and h2 two small workers run one test each every ten minutes. h1 breaks at 12 h
     # and fails two in five executions of all three of its workers. The small workers' single tests
     # are then the stretch's two most-failing: they are those workers' share of the host's trouble,
     # not two broken tests the host's runners share.
