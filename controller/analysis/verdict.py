@@ -49,6 +49,7 @@ def build_incident(
     reading_rows = np.flatnonzero(getattr(frame, READING_COLUMN[level.name]) == seg.entity)
     reading_rows = reading_rows[frame.r_time_ms[reading_rows] <= as_of_ms]
     finding = examine(frame, badness, reading_rows, failed, onset, end_ms, config)
+    onset = _onset_after_readings(frame, rows, cluster.expected, onset, finding, config)
     # The bar this hypothesis had to pass: Benjamini–Hochberg's critical value at its rank (q·rank/m,
     # i.e. p·q/q-value). The cutoff alone (the largest p accepted) is the cluster's own p when it is
     # the only one, and would date every lone verdict to its last failure.
@@ -132,6 +133,31 @@ def _onset(
     first_bin = unique[found[0]] if found else unique[0]
     failed = rows[frame.fail[rows] & (bins[rows] >= first_bin)]
     return int(frame.time_ms[failed].min())
+
+
+def _onset_after_readings(
+    frame: Frame, rows: np.ndarray, expected: np.ndarray, onset: int, finding: Finding, config: AnalysisConfig
+) -> int:
+    """The first failure near the readings' onset, where the stretch before it shows no excess of its
+    own: a weak fault scanned at a low rate reaches back over a day of clean runs to a stray failure,
+    while its readings say when the dimension went bad. "An excess of its own" is the bar a cluster
+    its readings confirm must pass."""
+    if finding.onset_ms is None:
+        return onset
+    start = finding.onset_ms - config.reading_stale_s * 1000
+    times = frame.time_ms[rows]
+    before = rows[(times >= onset) & (times < start)]
+    if before.size == 0:
+        return onset
+    failures, expect = float(frame.fail[before].sum()), float(expected[before].sum())
+    if (
+        exact_p(failures, float(before.size), expect) <= config.fdr_q
+        and failures >= config.confirmed_min_ratio * expect
+        and failures - expect >= config.confirmed_min_excess_rate * before.size
+    ):
+        return onset  # the failures before the readings went bad are an excess of their own
+    later = times[frame.fail[rows] & (times >= start)]
+    return int(later.min()) if later.size else onset
 
 
 def _decided_at(frame: Frame, rows: np.ndarray, expected: np.ndarray, penalty: int, cutoff: float) -> int:

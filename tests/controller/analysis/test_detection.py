@@ -492,6 +492,26 @@ def test_the_same_weak_excess_without_readings_is_no_verdict(seed: int) -> None:
     assert _weak_clock(seed, agent_silent=True).incidents == []
 
 
+@pytest.mark.parametrize(("fail_prob", "seed"), [(0.025, 5), (0.05, 3), (0.05, 1), (0.1, 4)])
+def test_a_weak_fault_is_dated_from_its_readings_not_a_stray_failure_days_before(
+    fail_prob: float, seed: int
+) -> None:
+    # linux-05's clock skews at 60 h. Scanned at the low rate a weak fault shows, the stretch reached
+    # back over two clean days to a stray failure (seed 5: 13 h early; seed 3 at 5 %: 44 h early),
+    # though the runner's readings tell when its clock went wrong and nothing before was in excess.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 10, shards=10),),
+        duration_days=4.0,
+        events=(SickRunner("linux-05", "clock", onset=timedelta(hours=60), fail_prob=fail_prob),),
+    )
+    fleet = simulate(scenario, seed=seed)
+    (incident,) = analyse(frame_of(fleet)).incidents
+    assert (incident["entity"], incident["state"], incident["dimension"]) == ("linux-05", "sick", "clock")
+    truth = to_ms(fleet.truth.sick_onset[("runner", "linux-05")])
+    onset = to_ms_text(incident["onset"])
+    assert truth - 3_600_000 <= onset <= truth + 6 * 3_600_000
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_sick_runner_and_a_bad_image_on_the_other_host_are_not_a_sick_pool(seed: int) -> None:
     # The win pool has two hosts. win-02 on the first runs out of memory; an hour later a new image
