@@ -117,6 +117,11 @@ class AnalysisConfig(BaseModel):
     )
     broken_min_runs: int = 5
     broken_min_rate: float = 0.95
+    broken_long_min_rate: float = Field(
+        default=0.8,
+        description="over twice broken_min_runs runs or more, this share failing is broken too: a test "
+        "that fails nine runs in ten on one platform is that platform's, not flaky",
+    )
     resource_p: float = 0.01
     resource_min_share: float = 0.7
 

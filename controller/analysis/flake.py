@@ -94,7 +94,7 @@ def _score_one(
     }
     if result["counted_failures"] == 0:
         return result
-    broken = _broken_or_platform(frame, keep, config)
+    broken = _broken_or_platform(frame, keep, entities[keep], config)
     if broken is not None:
         result["verdict"], result["reason"] = broken
         return result
@@ -205,16 +205,24 @@ def _passes_and_fails_on_same_code(frame: Frame, keep: np.ndarray) -> bool:
     return flips >= 2
 
 
-def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:
-    """('broken', why) when every pool fails it every run from some time on; ('platform', why) when
-    some pools do while others pass it over the same time."""
+def _broken_or_platform(
+    frame: Frame, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig
+) -> tuple[str, str] | None:
+    """('broken', why) when every pool fails (nearly) every run from some time on; ('platform', why)
+    when some pools do, on two of their runners or more, while others pass it over the same time."""
     pools = frame.cols["pool"][keep]
     failing: dict[int, int] = {}
+    share: dict[int, str] = {}
+    spread: set[int] = set()  # pools where it fails on two runners or more
     for pool in np.unique(pools):
         sub = keep[pools == pool]
         since = _failing_since(frame.fail[sub], config)
         if since is not None:
             failing[int(pool)] = int(frame.time_ms[sub[since]])
+            share[int(pool)] = f"{int(frame.fail[sub[since:]].sum())} of {sub.size - since}"
+            ran = where[pools == pool][since:]
+            if np.unique(ran[frame.fail[sub[since:]]]).size >= 2:
+                spread.add(int(pool))
     if not failing:
         return _was_broken(frame, keep, config) or _broken_by_commit(frame, keep, config)
     start = min(failing.values())
@@ -227,10 +235,15 @@ def _broken_or_platform(frame: Frame, keep: np.ndarray, config: AnalysisConfig) 
             passing.append(int(pool))
     names = ", ".join(sorted(frame.name("pool", p) or "?" for p in failing))
     if passing:
+        # A pool's platform, not one runner's problem with the test (an interaction, or the only
+        # runner of a static shard short of disk): the resource and interaction checks tell those.
+        if not spread:
+            return None
+        runs = "; ".join(f"{share[p]} runs on pool {frame.name('pool', p)}" for p in sorted(spread))
         others = ", ".join(sorted(frame.name("pool", p) or "?" for p in passing))
-        return "platform", f"fails every run on pool {names} since {iso(start)} while passing on {others}"
+        return "platform", f"fails {runs} since {iso(start)} while passing on {others}"
     if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
-        return "broken", f"fails every run since {iso(start)} (pools: {names})"
+        return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
     return _broken_by_commit(frame, keep, config)
 
 
@@ -288,17 +301,25 @@ def _broken_by_commit(frame: Frame, keep: np.ndarray, config: AnalysisConfig) ->
 
 
 def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:
-    """Earliest index from which (nearly) every run fails, over at least broken_min_runs runs."""
+    """Earliest index from which (nearly) every run fails up to the last runs: broken_min_rate of at
+    least broken_min_runs runs, or broken_long_min_rate of twice as many — a test failing nine runs in
+    ten on one platform passes now and then, while a flaky one fails four of five by chance far more
+    often than eight of ten. A test whose last three runs all passed has recovered."""
     n = fail.size
     if n < config.broken_min_runs:
         return None
     tail_fails = np.cumsum(fail[::-1])[::-1]
     tail_count = np.arange(n, 0, -1)
     ok = (tail_count >= config.broken_min_runs) & (tail_fails >= config.broken_min_rate * tail_count)
-    # The stretch must reach the end: a test that recovered is not broken now.
-    if not ok.any() or not fail[-1]:
+    ok |= (tail_count >= 2 * config.broken_min_runs) & (
+        tail_fails >= config.broken_long_min_rate * tail_count
+    )
+    if not ok.any() or not fail[-3:].any():
         return None
-    return int(np.flatnonzero(ok).min())
+    # Where the failing stretch begins: a few passes before a break would still leave eight in ten
+    # failing, so the start is where the failures' lead over that share is largest.
+    lead = np.where(ok, tail_fails - config.broken_long_min_rate * tail_count, -np.inf)
+    return int(np.argmax(lead))
 
 
 def _resource_sensitive(inputs: FlakeInputs, keep: np.ndarray, config: AnalysisConfig) -> str | None:

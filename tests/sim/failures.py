@@ -123,8 +123,10 @@ def execute(
     for tid, since, until in plan.broken:
         idx = np.flatnonzero((test == tid) & (commit_time >= since) & (commit_time < until))
         draw.apply(idx, 1.0, causes.id("broken", "broken"))
-    for tid, on_pool in plan.platform:
-        draw.apply(np.flatnonzero((test == tid) & (pool == on_pool)), 1.0, causes.id("platform", "platform"))
+    for tid, on_pool, p_platform in plan.platform:
+        draw.apply(
+            np.flatnonzero((test == tid) & (pool == on_pool)), p_platform, causes.id("platform", "platform")
+        )
     for ev, t0, t1, agents in plan.outages:
         inside = (t >= t0) & (t < t1) & np.isin(agent, agents)
         net = catalog.category[test] == NETWORK

@@ -65,7 +65,7 @@ class Plan:
     flaky: list[tuple[int, float, int]] = field(default_factory=list)  # test, p, pool (-1: all)
     clusters: list[tuple[np.ndarray, float]] = field(default_factory=list)
     broken: list[tuple[int, float, float]] = field(default_factory=list)  # test, since, until (commit times)
-    platform: list[tuple[int, int]] = field(default_factory=list)
+    platform: list[tuple[int, int, float]] = field(default_factory=list)
     resource: list[tuple[int, Dimension, float]] = field(default_factory=list)
     interaction: list[tuple[int, int, float]] = field(default_factory=list)  # test, agent, p
     outages: list[tuple[Outage, float, float, np.ndarray]] = field(default_factory=list)  # ev, t0, t1, agents
@@ -264,7 +264,7 @@ def build_plan(
             plan.broken.append((catalog.index(ev.test), scenario.offset_s(ev.since), until))
             truth.broken_tests.add(catalog.ids[catalog.index(ev.test)])
         elif isinstance(ev, PlatformTest):
-            plan.platform.append((catalog.index(ev.test), topo.pool_index(ev.pool)))
+            plan.platform.append((catalog.index(ev.test), topo.pool_index(ev.pool), ev.p))
             truth.platform_tests.add(catalog.ids[catalog.index(ev.test)])
         elif isinstance(ev, ResourceSensitiveTest):
             plan.resource.append((catalog.index(ev.test), ev.dimension, ev.p))

@@ -12,7 +12,9 @@ from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
+from tests.sim.events import FlakyTest, PlatformTest
 from tests.sim.random_fleet import random_scenario
+from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import kitchen_sink, seed_story
 
 
@@ -90,6 +92,24 @@ def test_broken_platform_and_resource_tests_are_not_flaky() -> None:
     assert verdicts(analysis, "resource-sensitive") <= set(truth.resource_sensitive_tests)
     assert verdicts(analysis, "resource-sensitive")
     assert len(flaky - truth.flaky_tests) <= 3  # background noise close to the floor
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_a_test_failing_nine_runs_in_ten_on_one_platform_is_that_platforms_not_flaky(seed: int) -> None:
+    # The mac pool fails one test nine runs in ten and linux passes it. Every run had to fail for a
+    # platform verdict, so the passes among its failures made it "flaky" on every mac runner.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 6, shards=6), PoolSpec("mac", 4, shards=6)),
+        duration_days=2.0,
+        events=(PlatformTest(8, "mac", p=0.9), FlakyTest(20, p=0.1)),
+    )
+    fleet = simulate(scenario, seed=seed)
+    scores = analyse(frame_of(fleet)).tests_by_id()
+    (platform,) = fleet.truth.platform_tests
+    (flaky,) = fleet.truth.flaky_tests
+    assert scores[platform]["verdict"] == "platform"
+    assert "on pool mac" in scores[platform]["reason"]
+    assert scores[flaky]["verdict"] == "flaky"
 
 
 def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
