@@ -90,6 +90,10 @@ class AnalysisConfig(BaseModel):
     memory_warn_psi_full_avg10: float = 5.0
     reading_stale_s: int = Field(default=1800, description="a reading speaks for at most this long")
     evidence_lookback_s: int = 6 * 3600
+    chronic_lead_s: int = Field(
+        default=12 * 3600,
+        description="a test failing steadily this long before the rest of a stretch is not its onset",
+    )
     evidence_min_coverage: float = Field(
         default=0.5, description="share of the cluster's failures under bad readings"
     )

@@ -42,14 +42,25 @@ def build_incident(
     fail = frame.fail
     failed = rows[fail[rows]]
     onset = _onset(frame, rows, cluster.expected, bins, seg.ratio, config)
-    last_failure = int(frame.time_ms[failed].max())
     end_ms = int((seg.last_bin + 1) * config.bin_s * 1000)
+    chronic = _chronic_tests(frame, rows, cluster.expected, bins, seg.ratio, onset, config)
+    if chronic.size:
+        # Dated, evidenced and resolved on the other tests: the chronic ones fail on regardless.
+        rows = rows[~np.isin(frame.cols["test"][rows], chronic)]
+        failed = rows[fail[rows]]
+        onset = _onset(frame, rows, cluster.expected, bins, seg.ratio, config)
+        end_ms = min(end_ms, int((bins[failed].max() + 1) * config.bin_s * 1000))
+    last_failure = int(frame.time_ms[failed].max())
     entity_name = frame.name(level.name, seg.entity) or "?"
 
     reading_rows = np.flatnonzero(getattr(frame, READING_COLUMN[level.name]) == seg.entity)
     reading_rows = reading_rows[frame.r_time_ms[reading_rows] <= as_of_ms]
-    finding = examine(frame, badness, reading_rows, failed, onset, end_ms, config)
+    # The failures from the onset: a stray one hours before is not what the readings must explain.
+    finding = examine(
+        frame, badness, reading_rows, failed[frame.time_ms[failed] >= onset], onset, end_ms, config
+    )
     onset = _onset_after_readings(frame, rows, cluster.expected, onset, finding, config)
+    since_onset = failed[frame.time_ms[failed] >= onset]
     # The bar this hypothesis had to pass: Benjamini–Hochberg's critical value at its rank (q·rank/m,
     # i.e. p·q/q-value). The cutoff alone (the largest p accepted) is the cluster's own p when it is
     # the only one, and would date every lone verdict to its last failure.
@@ -60,7 +71,15 @@ def build_incident(
         state = "sick"
         decided = max(decided, finding.confirmed_at_ms or decided)
     resolved_at = _resolved_at(
-        frame, level, seg.entity, end_ms, last_failure, cluster.expected, usable, as_of_ms, config
+        frame,
+        level,
+        seg.entity,
+        end_ms,
+        last_failure,
+        cluster.expected,
+        usable & ~_of_tests(frame, chronic),
+        as_of_ms,
+        config,
     )
     if resolved_at is not None and (
         finding.dimension == "unknown"
@@ -110,8 +129,8 @@ def build_incident(
         "runners": _names(frame, "runner", rows),
         "persistent_runners": _names(frame, "runner", rows[~frame.ephemeral[rows]]),
         "machines": _names(frame, "machine", rows),
-        "tests": _top_tests(frame, failed),
-        "affected_jobs": _jobs(frame, failed),
+        "tests": _top_tests(frame, since_onset),
+        "affected_jobs": _jobs(frame, since_onset),
     }
 
 
@@ -135,6 +154,71 @@ def _onset(
     return int(frame.time_ms[failed].min())
 
 
+def _chronic_tests(
+    frame: Frame,
+    rows: np.ndarray,
+    expected: np.ndarray,
+    bins: np.ndarray,
+    ratio: float,
+    onset: int,
+    config: AnalysisConfig,
+) -> np.ndarray:
+    """The one or two tests that opened the stretch long before the rest and failed as steadily
+    before the others began as after: a platform test only this runner's shard runs, or a test ×
+    runner interaction. They are not the sickness — one test failing over and over is not a sick
+    runner — and dating the verdict from them reaches back days, into jobs a rerun would not fix.
+    Empty unless the other tests' failures before then are no excess of their own."""
+    test, fail, times = frame.cols["test"][rows], frame.fail[rows], frame.time_ms[rows]
+    since = times >= onset
+    if not fail[since].any():
+        return np.zeros(0, np.int32)
+    tests, counts = np.unique(test[since & fail], return_counts=True)
+    top = tests[np.argsort(-counts, kind="stable")[:2]]
+    wide = ~np.isin(test, top)
+    if not fail[wide & since].any():
+        return np.zeros(0, np.int32)
+    broad = _onset(frame, rows[wide], expected, bins, ratio, config)
+    if broad - onset < config.chronic_lead_s * 1000:
+        return np.zeros(0, np.int32)
+    before, after = since & (times < broad), times >= broad
+    chronic = []
+    for candidate in top:
+        mine = test == candidate
+        runs_before, runs_after = int((mine & before).sum()), int((mine & after).sum())
+        fails_before, fails_after = int((mine & before & fail).sum()), int((mine & after & fail).sum())
+        if (
+            fails_before >= config.min_failures
+            and runs_after
+            and (fails_before / runs_before >= 0.5 * fails_after / runs_after)
+        ):
+            chronic.append(candidate)
+    if not chronic:
+        return np.zeros(0, np.int32)
+    others = rows[before & ~np.isin(test, chronic)]
+    if others.size and _an_excess_of_its_own(frame, others, expected, config):
+        return np.zeros(0, np.int32)
+    return np.asarray(chronic, np.int32)
+
+
+def _of_tests(frame: Frame, tests: np.ndarray) -> np.ndarray:
+    """Per row: whether it ran one of `tests`."""
+    if tests.size == 0:
+        return np.zeros(frame.size, bool)
+    return np.isin(frame.cols["test"], tests)
+
+
+def _an_excess_of_its_own(
+    frame: Frame, rows: np.ndarray, expected: np.ndarray, config: AnalysisConfig
+) -> bool:
+    """Whether these rows pass, by their numbers, the bar a cluster its readings confirm must pass."""
+    failures, expect = float(frame.fail[rows].sum()), float(expected[rows].sum())
+    return (
+        exact_p(failures, float(rows.size), expect) <= config.fdr_q
+        and failures >= config.confirmed_min_ratio * expect
+        and failures - expect >= config.confirmed_min_excess_rate * rows.size
+    )
+
+
 def _onset_after_readings(
     frame: Frame, rows: np.ndarray, expected: np.ndarray, onset: int, finding: Finding, config: AnalysisConfig
 ) -> int:
@@ -149,12 +233,7 @@ def _onset_after_readings(
     before = rows[(times >= onset) & (times < start)]
     if before.size == 0:
         return onset
-    failures, expect = float(frame.fail[before].sum()), float(expected[before].sum())
-    if (
-        exact_p(failures, float(before.size), expect) <= config.fdr_q
-        and failures >= config.confirmed_min_ratio * expect
-        and failures - expect >= config.confirmed_min_excess_rate * before.size
-    ):
+    if _an_excess_of_its_own(frame, before, expected, config):
         return onset  # the failures before the readings went bad are an excess of their own
     later = times[frame.fail[rows] & (times >= start)]
     return int(later.min()) if later.size else onset

@@ -14,7 +14,15 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.events import BadImage, BrokenTest, SickRunner, SilentAgent, SlowDisk, WarningRunner
+from tests.sim.events import (
+    BadImage,
+    BrokenTest,
+    PlatformTest,
+    SickRunner,
+    SilentAgent,
+    SlowDisk,
+    WarningRunner,
+)
 from tests.sim.random_fleet import random_scenario, widened
 from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import (
@@ -510,6 +518,29 @@ def test_a_weak_fault_is_dated_from_its_readings_not_a_stray_failure_days_before
     truth = to_ms(fleet.truth.sick_onset[("runner", "linux-05")])
     onset = to_ms_text(incident["onset"])
     assert truth - 3_600_000 <= onset <= truth + 6 * 3_600_000
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_runner_whose_shard_holds_a_platform_test_is_dated_from_its_sickness_not_the_test(
+    seed: int,
+) -> None:
+    # linux-01 alone runs static shard 0 of its pool, which holds a test that fails nine runs in ten
+    # on linux (mac passes it). Its disk fills at 60 h. That one test failing from the first hour
+    # opened the stretch, and the verdict was dated 2.5 days early, its reruns reaching back as far.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 6, sharding="static"), PoolSpec("mac", 4, shards=6)),
+        duration_days=4.0,
+        events=(
+            PlatformTest(0, "linux", p=0.9),
+            SickRunner("linux-01", "disk", onset=timedelta(hours=60), fail_prob=0.3),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    (incident,) = analyse(frame_of(fleet)).incidents
+    assert (incident["entity"], incident["state"], incident["dimension"]) == ("linux-01", "sick", "disk")
+    truth = to_ms(fleet.truth.sick_onset[("runner", "linux-01")])
+    assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 6 * 3_600_000
+    assert min(to_ms_text(job["first_failure"]) for job in incident["affected_jobs"]) >= truth - 3_600_000
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
