@@ -85,7 +85,16 @@ def find_clusters(
             if note is None:
                 continue
             if common_onset is not None:
-                segment = _from(segment, common_onset // (config.bin_s * 1000), frame, bins, expected)
+                dated = _from(segment, common_onset // (config.bin_s * 1000), frame, bins, expected)
+                # Still shared from then on: children elevated by a burst days earlier, and three
+                # runners of twelve falling sick on their own later, are no common cause from the
+                # first of those runners' onsets.
+                if dated is not segment and (
+                    _spread_over_children(dated, level, frame, usable, expected, badness, cutoff, config)[0]
+                    is None
+                ):
+                    continue
+                segment = dated
             segment.q_value = _q_value(segment.p_adjusted, p_values, tested)
             clusters.append(Cluster(segment, expected, note))
         for cluster in clusters:
