@@ -127,7 +127,7 @@ class AnalysisConfig(BaseModel):
         "that fails nine runs in ten on one platform is that platform's, not flaky",
     )
     resource_p: float = 0.01
-    resource_min_share: float = 0.7
+    resource_min_share: float = 0.6
 
 
 _NICE_BINS_S = (60, 120, 300, 600, 900, 1800, 3600)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
+import numpy as np
 import pytest
 
 from common.timeutil import to_ms
+from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
+from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
@@ -176,6 +179,50 @@ def _commit_rows(broken_from: int, commits: int = 24) -> list[tuple[object, ...]
                 )
             )
     return rows
+
+
+def test_a_test_failing_mostly_while_its_runner_is_short_of_memory_is_resource_sensitive() -> None:
+    # 18 of its 26 failures came while the runner's readings showed pressure, 8 between readings or
+    # just after pressure eased: readings every few minutes never line up exactly with the moment a
+    # test runs. Fisher's test leaves no doubt (18 of 63 under pressure against 8 of 578 without).
+    outcomes = [(True, True)] * 18 + [(True, False)] * 8 + [(False, True)] * 45 + [(False, False)] * 570
+    outcomes = [outcomes[i] for i in np.random.default_rng(1).permutation(len(outcomes))]
+    start = 1_796_287_200_000
+    rows, pressure = [], []
+    for i, (failed, pressed) in enumerate(outcomes):
+        runner = f"linux-{i % 4 + 1:02d}"
+        rows.append(
+            (
+                i + 1,
+                start + i * 600_000,
+                "failed" if failed else "passed",
+                False,
+                "tests/test_mem.py::test_big",
+                runner,
+                f"{runner}-host",
+                "linux",
+                None,
+                None,
+                f"job-{i}",
+                f"run-{i % 50}",
+                f"c{i % 50:03d}",
+            )
+        )
+        pressure.append(pressed)
+    frame = Frame()
+    frame.append_results(rows)
+    frame = frame.canonical()
+    inputs = FlakeInputs(
+        frame=frame,
+        selected=np.ones(frame.size, bool),
+        discount=np.full(frame.size, -1, np.int32),
+        reasons=[],
+        resource_bad=np.asarray(pressure, bool),  # rows are in time order, as canonical() keeps them
+        as_of_ms=int(frame.time_ms.max()),
+    )
+    (score,) = score_tests(inputs, AnalysisConfig())
+    assert score["verdict"] == "resource-sensitive"
+    assert score["reason"].startswith("18 of 26 failures")
 
 
 def test_a_test_broken_by_a_commit_is_broken_although_reruns_of_older_code_pass() -> None:
