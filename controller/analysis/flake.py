@@ -215,13 +215,14 @@ def _broken_or_platform(
     share: dict[int, str] = {}
     spread: set[int] = set()  # pools where it fails on two runners or more
     for pool in np.unique(pools):
-        sub = keep[pools == pool]
+        in_pool = pools == pool
+        sub = keep[in_pool]
         since = _failing_since(frame.fail[sub], config)
         if since is not None:
-            failing[int(pool)] = int(frame.time_ms[sub[since]])
-            share[int(pool)] = f"{int(frame.fail[sub[since:]].sum())} of {sub.size - since}"
-            ran = where[pools == pool][since:]
-            if np.unique(ran[frame.fail[sub[since:]]]).size >= 2:
+            stretch, ran = sub[since:], where[in_pool][since:]
+            failing[int(pool)] = int(frame.time_ms[stretch[0]])
+            share[int(pool)] = f"{int(frame.fail[stretch].sum())} of {stretch.size}"
+            if np.unique(ran[frame.fail[stretch]]).size >= 2:
                 spread.add(int(pool))
     if not failing:
         return _was_broken(frame, keep, config) or _broken_by_commit(frame, keep, config)

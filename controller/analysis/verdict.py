@@ -77,7 +77,7 @@ def build_incident(
         end_ms,
         last_failure,
         cluster.expected,
-        usable & ~_of_tests(frame, chronic),
+        usable if chronic.size == 0 else usable & ~np.isin(frame.cols["test"], chronic),
         as_of_ms,
         config,
     )
@@ -198,13 +198,6 @@ def _chronic_tests(
     if others.size and _an_excess_of_its_own(frame, others, expected, config):
         return np.zeros(0, np.int32)
     return np.asarray(chronic, np.int32)
-
-
-def _of_tests(frame: Frame, tests: np.ndarray) -> np.ndarray:
-    """Per row: whether it ran one of `tests`."""
-    if tests.size == 0:
-        return np.zeros(frame.size, bool)
-    return np.isin(frame.cols["test"], tests)
 
 
 def _an_excess_of_its_own(
