@@ -137,15 +137,21 @@ def max_segment(score: np.ndarray) -> tuple[int, int] | None:
 
 
 def bh_cutoff(p_values: list[float], tests: int, q: float) -> float:
-    """The largest p-value Benjamini–Hochberg accepts at rate q over `tests` hypotheses (untested ones
-    count as p = 1)."""
+    """Benjamini–Hochberg's bar at rate q over `tests` hypotheses (untested ones count as p = 1): its
+    critical value q·R/m at the last of the R ranks it accepts, or 0 when it accepts none.
+
+    Every p-value at or below the bar is accepted, and so is an entity judged again on part of its
+    stretch (once a coarser verdict explains the rest) whose new p-value is: put in place of its old
+    one, R p-values still lie at or below q·R/m. The largest accepted p-value itself is no such bar:
+    where a few verdicts are overwhelming (p ~ 1e-200) and the rest are noise, it would reject a
+    re-judged runner at p = 1e-120."""
     if not p_values:
         return 0.0
     ordered = np.sort(np.asarray(p_values))
     m = max(tests, ordered.size)
     ranks = np.arange(1, ordered.size + 1)
     passing = ordered <= q * ranks / m
-    return float(ordered[np.flatnonzero(passing).max()]) if passing.any() else 0.0
+    return float(q * (np.flatnonzero(passing).max() + 1) / m) if passing.any() else 0.0
 
 
 def breadth(
