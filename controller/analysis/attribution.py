@@ -80,6 +80,9 @@ def find_clusters(
             note, common_onset = _spread_over_children(
                 segment, level, frame, usable, expected, badness, cutoff, config
             )
+            core = _shared_core(segment, note, level, frame, usable, expected, badness, cutoff, bins, config)
+            if core is not None:
+                segment, (note, common_onset) = core
             if note and not _one_cause(segment, level, frame, badness, config):
                 note = None
             if note is None:
@@ -430,11 +433,113 @@ def _spread_over_children(
     common = [
         onset
         for onset, soon, late in zip(onsets, prompt, joined, strict=True)
-        if abs(onset - middle) <= tolerance or (soon and late)
+        if abs(onset - middle) <= tolerance
+        or (soon and (late or middle - onset <= config.chronic_lead_s * 1000))
     ]
     kind = "runners" if level.name == "machine" else "hosts"
     note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
     return note, min(common) if common else None
+
+
+def _shared_core(
+    segment: Segment,
+    note: str | None,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    badness: Badness,
+    cutoff: float,
+    bins: np.ndarray,
+    config: AnalysisConfig,
+) -> tuple[Segment, tuple[str | None, int | None]] | None:
+    """The part of a coarse stretch that is a common cause, where the rest is not; else None.
+
+    The scan joins a strong problem of the whole pool and, days later, runners falling sick on
+    their own into one stretch: the quiet days between cost the scan less than either side gains.
+    Judged whole, the stretch is either no common cause (the pool's day of trouble then comes out
+    as a dozen runner verdicts) or one that takes the later sick runners with it (they are never
+    judged). Cut where it ran far cleaner than the cause would allow, its parts that are clusters
+    shared by the children are the entity's; the rest is left to the finer levels unless it too is
+    shared."""
+    if level.child is None:
+        return None
+    pieces = _pieces(segment, frame, bins, expected, config.separating_gap_s // config.bin_s)
+    if len(pieces) < 2:
+        return None
+    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    standing = []
+    for piece in pieces:
+        breadth(piece, test, job, fail, expected)
+        if (
+            is_cluster(piece, cutoff, config)
+            and _spread_over_children(piece, level, frame, usable, expected, badness, cutoff, config)[0]
+        ):
+            standing.append(piece)
+    if not standing:
+        return None
+    first, last = standing[0].first_bin, standing[-1].last_bin
+    rows = segment.rows
+    inside = (bins[rows] >= first) & (bins[rows] <= last)
+    if note is not None:
+        rest = rows[~inside]
+        if int(fail[rest].sum()) >= config.min_failures:
+            outside = _over(
+                replace(segment, first_bin=int(bins[rest].min()), last_bin=int(bins[rest].max())),
+                rest,
+                fail,
+                expected,
+            )
+            breadth(outside, test, job, fail, expected)
+            if _spread_over_children(outside, level, frame, usable, expected, badness, cutoff, config)[0]:
+                return None  # the cause went on over the rest as well
+    core = _over(replace(segment, first_bin=first, last_bin=last), rows[inside], fail, expected)
+    breadth(core, test, job, fail, expected)
+    return core, _spread_over_children(core, level, frame, usable, expected, badness, cutoff, config)
+
+
+def _pieces(
+    segment: Segment, frame: Frame, bins: np.ndarray, expected: np.ndarray, gap_bins: int
+) -> list[Segment]:
+    """The segment cut at every run of bins none of which failed beyond chance (1 %), that spans
+    `gap_bins` at least, and that ran far cleaner than the stretch's excess per execution would
+    allow (`_as_struck`). A few quiet hours cut a stretch into pieces small enough for two runners
+    sick on their own to look, by chance, like a cause starting on both at once."""
+    rows = segment.rows
+    fail = frame.fail
+    unique_bins, inverse = np.unique(bins[rows], return_inverse=True)
+    obs = np.bincount(inverse, weights=fail[rows].astype(float))
+    exp = np.bincount(inverse, weights=expected[rows])
+    n = np.bincount(inverse)
+    toll = max(segment.failures - segment.expected, 0.0) / max(segment.executions, 1)
+    quiet = stats.poisson.sf(obs - 1, exp) > CHILD_P
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    while start < unique_bins.size:
+        if not quiet[start]:
+            start += 1
+            continue
+        end = start
+        while end + 1 < unique_bins.size and quiet[end + 1]:
+            end += 1
+        span = slice(start, end + 1)
+        if (
+            start > 0
+            and end < unique_bins.size - 1
+            and unique_bins[end] - unique_bins[start] + 1 >= gap_bins
+            and not _as_struck(float(obs[span].sum()), float(exp[span].sum()), int(n[span].sum()), toll)
+        ):
+            cuts.append((start, end))
+        start = end + 1
+    pieces = []
+    begin = 0
+    for cut_start, cut_end in [*cuts, (unique_bins.size, unique_bins.size)]:
+        if begin < cut_start:
+            a, z = int(unique_bins[begin]), int(unique_bins[cut_start - 1])
+            part = rows[(bins[rows] >= a) & (bins[rows] <= z)]
+            pieces.append(_over(replace(segment, first_bin=a, last_bin=z), part, fail, expected))
+        begin = cut_end + 1
+    return pieces
 
 
 def _readings_name_one_cause(

@@ -90,6 +90,10 @@ class AnalysisConfig(BaseModel):
     memory_warn_psi_full_avg10: float = 5.0
     reading_stale_s: int = Field(default=1800, description="a reading speaks for at most this long")
     evidence_lookback_s: int = 6 * 3600
+    separating_gap_s: int = Field(
+        default=12 * 3600,
+        description="a coarse stretch that ran this long far cleaner than its cause would allow is two problems",
+    )
     chronic_lead_s: int = Field(
         default=12 * 3600,
         description="a test failing steadily this long before the rest of a stretch is not its onset",

@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 
 from common.timeutil import iso, to_ms
-from controller.analysis.attribution import find_clusters
+from controller.analysis.attribution import Cluster, find_clusters
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
-from controller.analysis.levels import build_levels
+from controller.analysis.levels import Level, build_levels
 from controller.analysis.outages import Outage, find_outages, outage_mask
 from controller.analysis.verdict import build_incident
 
@@ -65,9 +65,16 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     incidents = []
     discount = np.full(frame.size, -1, np.int32)
     reasons: list[str] = []
-    for cluster in clusters:
+    stretches = [_stretch_of(levels[c.segment.level], c, bins) for c in clusters]
+    for number, cluster in enumerate(clusters):
         level = levels[cluster.segment.level]
-        incident = build_incident(cluster, level, frame, badness, bins, usable, cutoff, as_of, config)
+        elsewhere = np.zeros(frame.size, bool)
+        for other, stretch in enumerate(stretches):
+            if other != number:
+                elsewhere |= stretch
+        incident = build_incident(
+            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=elsewhere
+        )
         incidents.append(incident)
         seg = cluster.segment
         # From the onset, not the scanned stretch's first bin: a test failing on its own before the
@@ -101,6 +108,12 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         hypotheses=tested,
         frame=frame,
     )
+
+
+def _stretch_of(level: Level, cluster: Cluster, bins: np.ndarray) -> np.ndarray:
+    seg = cluster.segment
+    inside: np.ndarray = (level.entity == seg.entity) & (bins >= seg.first_bin) & (bins <= seg.last_bin)
+    return inside
 
 
 def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:

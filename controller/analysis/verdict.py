@@ -36,7 +36,10 @@ def build_incident(
     cutoff: float,
     as_of_ms: int,
     config: AnalysisConfig,
+    elsewhere: np.ndarray | None = None,
 ) -> dict[str, Any]:
+    """The incident for one cluster. `elsewhere` marks rows other verdicts explain: a pool whose day
+    of trouble ended is resolved though two of its runners fell sick on their own since."""
     seg = cluster.segment
     rows = seg.rows
     fail = frame.fail
@@ -70,6 +73,7 @@ def build_incident(
     if finding.dimension != "unknown":
         state = "sick"
         decided = max(decided, finding.confirmed_at_ms or decided)
+    clean_since = usable if elsewhere is None else usable & ~elsewhere
     resolved_at = _resolved_at(
         frame,
         level,
@@ -77,7 +81,7 @@ def build_incident(
         end_ms,
         last_failure,
         cluster.expected,
-        usable if chronic.size == 0 else usable & ~np.isin(frame.cols["test"], chronic),
+        clean_since if chronic.size == 0 else clean_since & ~np.isin(frame.cols["test"], chronic),
         as_of_ms,
         config,
     )
