@@ -66,14 +66,13 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     discount = np.full(frame.size, -1, np.int32)
     reasons: list[str] = []
     stretches = [_stretch_of(levels[c.segment.level], c, bins) for c in clusters]
-    for number, cluster in enumerate(clusters):
+    covered = np.zeros(frame.size, np.int32)  # how many clusters' stretches hold each row
+    for stretch in stretches:
+        covered += stretch
+    for cluster, stretch in zip(clusters, stretches, strict=True):
         level = levels[cluster.segment.level]
-        elsewhere = np.zeros(frame.size, bool)
-        for other, stretch in enumerate(stretches):
-            if other != number:
-                elsewhere |= stretch
         incident = build_incident(
-            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=elsewhere
+            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=covered > stretch
         )
         incidents.append(incident)
         seg = cluster.segment
