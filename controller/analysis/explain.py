@@ -97,7 +97,9 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
             f"Benjamini–Hochberg bar at its rank); it has p = {stats['p_adjusted']:.2g} "
             f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",
         ]
-    return ["resolved: it has run at the expected failure rate since the stretch ended"]
+    return [
+        f"resolved: {incident.get('resolution') or 'ran at the expected failure rate since the stretch ended'}"
+    ]
 
 
 def _clean_run(config: AnalysisConfig, where: str) -> str:

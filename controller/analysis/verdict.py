@@ -85,11 +85,15 @@ def build_incident(
         as_of_ms,
         config,
     )
+    resolution = None
     if resolved_at is not None and (
         finding.dimension == "unknown"
         or _healthy_since(frame, badness, reading_rows, finding, end_ms, config)
     ):
-        state = "resolved"
+        state, resolution = "resolved", "ran at the expected failure rate since the stretch ended"
+    elif level.name == "image" and (retired := _retired(frame, level, seg.entity, as_of_ms, config)):
+        state, resolution = "resolved", retired
+        end_ms = min(end_ms, _last_run_bin_end(frame, level, seg.entity, as_of_ms, config))
 
     return {
         "id": incident_id(level.name, entity_name, seg.first_bin),
@@ -101,6 +105,7 @@ def build_incident(
         "decided_at": iso(decided),
         "last_failure": iso(last_failure),
         "end": iso(end_ms) if state == "resolved" else None,
+        "resolution": resolution,
         "pool": _names(frame, "pool", rows),
         "statistics": {
             "test": "one-sided exact binomial over the stretch, expected from the same tests on peers",
@@ -276,6 +281,36 @@ def _resolved_at(
     if o > max(2.0 * x, 2.0):
         return None
     return end_ms
+
+
+def _retired(frame: Frame, level: Level, image: int, as_of_ms: int, config: AnalysisConfig) -> str | None:
+    """Why a sick image is over though it never ran cleanly: it was rolled back. It has run nowhere
+    since its last execution while the hosts that ran it went on with other images for a clean
+    run's worth of work (the counts that resolve an entity that runs on); else None. A bad image
+    is usually replaced, not healed, and its verdict would otherwise stay open for ever."""
+    mine = (level.entity == image) & (frame.time_ms <= as_of_ms)
+    if not mine.any():
+        return None
+    last = int(frame.time_ms[mine].max())
+    machine = frame.cols["machine"]
+    hosts = np.unique(machine[mine])
+    after = np.flatnonzero(np.isin(machine, hosts) & (frame.time_ms > last) & (frame.time_ms <= as_of_ms))
+    if (
+        after.size < config.resolve_after_executions
+        or frame.jobs_in(after) < config.resolve_after_jobs
+        or int(frame.time_ms[after].max()) - last < config.resolve_after_s * 1000
+    ):
+        return None
+    return (
+        f"retired: not run since {iso(last)}; its {hosts.size} hosts have run "
+        f"{frame.jobs_in(after)} jobs on other images since"
+    )
+
+
+def _last_run_bin_end(frame: Frame, level: Level, image: int, as_of_ms: int, config: AnalysisConfig) -> int:
+    mine = (level.entity == image) & (frame.time_ms <= as_of_ms)
+    bin_ms = config.bin_s * 1000
+    return (int(frame.time_ms[mine].max()) // bin_ms + 1) * bin_ms
 
 
 def _healthy_since(

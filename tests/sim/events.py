@@ -79,6 +79,7 @@ class BadImage:
     fail_prob: float = 0.5
     dimension: Dimension = "unknown"
     job_share: float = 1.0
+    rolled_back: Instant | None = None  # its hosts return to the pool's own image then
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,8 @@ class Causes:
 def job_images(jobs: Jobs, topo: Topology, plan: Plan) -> np.ndarray:
     image: np.ndarray = topo.machine_image[jobs.machine].copy()
     for ro in plan.rollouts:
-        image[np.isin(jobs.machine, ro.machines) & (jobs.start >= ro.onset_s)] = ro.image
+        on = np.isin(jobs.machine, ro.machines) & (jobs.start >= ro.onset_s) & (jobs.start < ro.end_s)
+        image[on] = ro.image
     return image
 
 

@@ -37,13 +37,14 @@ WARNING_DISK_RATIO = 0.03
 
 @dataclass(frozen=True)
 class Rollout:
-    """A BadImage resolved: which machines switch to `image` at `onset_s`."""
+    """A BadImage resolved: which machines run `image` from `onset_s` until `end_s`."""
 
     image: int
     pool: int
     machines: np.ndarray
     onset_s: float
     dimension: Dimension
+    end_s: float = float("inf")
 
 
 @dataclass
@@ -263,11 +264,10 @@ def build_health(
     for ro in rollouts:
         rows = np.flatnonzero(np.isin(topo.agent_machine, ro.machines))
         for a in rows.tolist():
-            h.image[a, h.t[a] >= ro.onset_s] = ro.image
+            h.image[a, (h.t[a] >= ro.onset_s) & (h.t[a] < ro.end_s)] = ro.image
         if ro.dimension != "unknown":
-            _apply_bad(
-                h, rng, rows, _window(h, rows, ro.onset_s, forever), ro.dimension, True, 2000 + ro.image
-            )
+            end = min(forever, ro.end_s)
+            _apply_bad(h, rng, rows, _window(h, rows, ro.onset_s, end), ro.dimension, True, 2000 + ro.image)
     for ev in scenario.events:
         if isinstance(ev, SickRunner | SickMachine | SickPool):
             if isinstance(ev, SickRunner):

@@ -224,7 +224,8 @@ def build_plan(
             order = np.concatenate([order[~np.isin(order, named)], order[np.isin(order, named)]])
             machines = np.sort(order[:count])
             onset = scenario.offset_s(ev.onset)
-            plan.rollouts.append(Rollout(image, pool, machines, onset, ev.dimension))
+            end = scenario.offset_s(ev.rolled_back) if ev.rolled_back is not None else forever
+            plan.rollouts.append(Rollout(image, pool, machines, onset, ev.dimension, end))
             p = _affected(catalog, catalog.pool_tests(ev.pool), ev.dimension, ev.fail_prob, rng)
             plan.sick.append(
                 Sick(
@@ -233,7 +234,7 @@ def build_plan(
                     image,
                     ev.dimension,
                     onset,
-                    forever,
+                    end,
                     p,
                     job_share=ev.job_share,
                 )

@@ -304,6 +304,48 @@ def test_an_image_that_strikes_some_jobs_is_the_image_though_hosts_ran_one_job_c
     assert judged(analyse(frame_of(fleet))) == {("image", "win2022-0301")}
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_bad_image_rolled_back_is_resolved_though_it_never_ran_cleanly(seed: int) -> None:
+    # A new image reaches half the pool at 30 h and breaks many tests; at 44 h its hosts go back to
+    # the pool's image. It never runs again, so it never runs cleanly: the verdict stayed sick for
+    # ever. Its hosts running a clean run's worth of jobs on another image since retire it.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 12, shards=12, images=("ubuntu-22.04-20260901",)),),
+        duration_days=3.0,
+        events=(
+            BadImage(
+                "ubuntu-22.04-20260915",
+                "linux",
+                onset=timedelta(hours=30),
+                fraction_of_pool=0.5,
+                rolled_back=timedelta(hours=44),
+            ),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    incidents = analyse(frame_of(fleet)).incidents
+    assert [(i["kind"], i["entity"], i["state"]) for i in incidents] == [
+        ("image", "ubuntu-22.04-20260915", "resolved")
+    ]
+    (image,) = incidents
+    rolled_back = to_ms(fleet.truth.sick_onset[("image", "ubuntu-22.04-20260915")]) + 14 * 3_600_000
+    assert abs(to_ms_text(image["end"]) - rolled_back) <= 3_600_000
+    assert image["resolution"].startswith("retired: not run since")
+
+
+def test_a_bad_image_still_running_is_not_retired() -> None:
+    # The same image, never rolled back: hosts that run it are not retiring it, however long.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 12, shards=12, images=("ubuntu-22.04-20260901",)),),
+        duration_days=3.0,
+        events=(BadImage("ubuntu-22.04-20260915", "linux", onset=timedelta(hours=30), fraction_of_pool=0.5),),
+    )
+    incidents = analyse(frame_of(simulate(scenario, seed=1))).incidents
+    assert [(i["kind"], i["entity"], i["state"]) for i in incidents] == [
+        ("image", "ubuntu-22.04-20260915", "suspect")
+    ]
+
+
 @pytest.mark.parametrize("seed", [1, 3])
 def test_two_broken_tests_and_two_sick_runners_are_not_a_sick_pool_or_host(seed: int) -> None:
     # The arm pool runs each of its two shards every few minutes, the small linux pool each of its 34
