@@ -685,6 +685,8 @@ def _one_cause(
         finding = examine(
             frame, badness, readings, child_failed, onset, int(frame.time_ms[child_failed].max()), config
         )
+        if finding.readings_seen == 0:
+            continue  # a host with no agent abstains: it names no dimension, nor shows healthy readings
         findings[finding.dimension] += 1
     if not findings or 2 * max(findings.values()) > findings.total():
         return True

@@ -68,7 +68,7 @@ class BadImage:
     """A new image rolled out at `onset` to `fraction_of_pool` of a pool's machines breaks many tests there.
 
     Readings stay healthy unless `dimension="cache"`: then its hosts agree on a digest the pool majority
-    does not have. With `job_share` below 1 it strikes only that share of the jobs on its hosts (a race
+    does not have (or another dimension: `"clock"` for an image whose NTP setup is broken). With `job_share` below 1 it strikes only that share of the jobs on its hosts (a race
     in a driver, a service that starts or does not), failing many of their tests at once.
     """
 

@@ -305,6 +305,33 @@ def test_an_image_that_strikes_some_jobs_is_the_image_though_hosts_ran_one_job_c
 
 
 @pytest.mark.parametrize("seed", [1, 2])
+def test_a_bad_image_on_two_hosts_one_without_an_agent_is_the_image_not_two_runners(seed: int) -> None:
+    # An image with a broken NTP setup reaches two of three hosts; one of them has no agent. The
+    # other's readings name the clock, the silent one names nothing: that was read as "one dimension
+    # on a lone child beside a child with none", two problems, and came out as two runner verdicts.
+    # A host with no readings abstains; it does not show healthy ones.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 3, shards=3, images=("ubuntu-22.04-20260901",)), PoolSpec("win", 6)),
+        duration_days=3.0,
+        events=(
+            BadImage(
+                "ubuntu-22.04-20260915",
+                "linux",
+                onset=timedelta(hours=40),
+                fraction_of_pool=0.67,
+                dimension="clock",
+            ),
+            SilentAgent("linux-01"),
+            SilentAgent("linux-02"),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    incidents = analyse(frame_of(fleet)).incidents
+    assert [(i["kind"], i["entity"]) for i in incidents] == [("image", "ubuntu-22.04-20260915")]
+    assert len(incidents[0]["machines"]) == 2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
 def test_a_bad_image_rolled_back_is_resolved_though_it_never_ran_cleanly(seed: int) -> None:
     # A new image reaches half the pool at 30 h and breaks many tests; at 44 h its hosts go back to
     # the pool's image. It never runs again, so it never runs cleanly: the verdict stayed sick for
