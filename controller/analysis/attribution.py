@@ -73,9 +73,14 @@ def find_clusters(
             segments, expected = first[name]
         for segment in segments:
             breadth(segment, test, job, fail, expected)
-            if not _stands(segment, level, frame, badness, cutoff, config) or _passing_burst(
-                segment, level, frame, usable, config
-            ):
+            if not _stands(segment, level, frame, badness, cutoff, config):
+                beside = _beside_its_own_tests(
+                    segment, level, frame, usable & ~explained, expected, bins, badness, cutoff, config
+                )
+                if beside is None:
+                    continue
+                segment = beside
+            if _passing_burst(segment, level, frame, usable, config):
                 continue
             note, common_onset = _spread_over_children(
                 segment, level, frame, usable, expected, badness, cutoff, config
@@ -104,6 +109,43 @@ def find_clusters(
             if cluster.segment.level == name:
                 explained |= _stretch(frame, level, cluster.segment, bins)
     return clusters, cutoff, tested
+
+
+def _beside_its_own_tests(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    bins: np.ndarray,
+    badness: Badness,
+    cutoff: float,
+    config: AnalysisConfig,
+) -> Segment | None:
+    """A runner's (or host's) sickness inside a stretch its own one or two tests hold open: a test
+    only its static shard runs, failing on it for days, keeps the scan's stretch going over the
+    whole window, and the stretch then fails breadth on those tests while a full disk in its last
+    day is broad. The stretch scanned again without its two most-failing tests; the first part
+    that is a cluster on its own, else None."""
+    if level.name not in ("runner", "machine") or segment.top_test < 0:
+        return None
+    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    failed = segment.rows[fail[segment.rows]]
+    tests, counts = np.unique(test[failed], return_counts=True)
+    own = tests[np.argsort(-counts, kind="stable")[:2]]
+    rest = (
+        usable
+        & (level.entity == segment.entity)
+        & (bins >= segment.first_bin)
+        & (bins <= segment.last_bin)
+        & ~np.isin(test, own)
+    )
+    found, _ = scan_entities(level.name, level.entity, bins, fail, expected, rest, config)
+    for candidate in found:
+        breadth(candidate, test, job, fail, expected)
+        if _stands(candidate, level, frame, badness, cutoff, config):
+            return candidate
+    return None
 
 
 def _stands(

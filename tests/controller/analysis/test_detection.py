@@ -17,6 +17,7 @@ from tests.sim import Fleet, simulate
 from tests.sim.events import (
     BadImage,
     BrokenTest,
+    Interaction,
     PlatformTest,
     SickPool,
     SickRunner,
@@ -611,6 +612,33 @@ def test_a_runner_whose_shard_holds_a_platform_test_is_dated_from_its_sickness_n
     truth = to_ms(fleet.truth.sick_onset[("runner", "linux-01")])
     assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 6 * 3_600_000
     assert min(to_ms_text(job["first_failure"]) for job in incident["affected_jobs"]) >= truth - 3_600_000
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_runner_falling_sick_on_the_last_day_of_twelve_is_found_beside_its_own_test(seed: int) -> None:
+    # mac-01 fails one test six runs in ten for twelve days (a test × runner interaction); its disk
+    # fills on the last day. The interaction holds the scan's stretch open over the whole window,
+    # and over twelve days the disk's failures are too few for the tests beyond the top two to
+    # reach twice their expected: the runner was never judged. Scanned without its own test, the
+    # last day stands out.
+    scenario = Scenario(
+        pools=(PoolSpec("mac", 6, shards=6), PoolSpec("linux", 6, shards=6)),
+        duration_days=12.0,
+        events=(
+            Interaction(3, "mac-01", p=0.6),
+            SickRunner("mac-01", "disk", onset=timedelta(hours=280), fail_prob=0.1),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    (incident,) = analyse(frame_of(fleet)).incidents
+    assert (incident["kind"], incident["entity"], incident["state"], incident["dimension"]) == (
+        "runner",
+        "mac-01",
+        "sick",
+        "disk",
+    )
+    truth = to_ms(fleet.truth.sick_onset[("runner", "mac-01")])
+    assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 3 * 3_600_000
 
 
 @pytest.mark.parametrize(("fail_prob", "seed"), [(0.03, 1), (0.3, 1), (0.3, 2)])
