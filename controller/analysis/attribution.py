@@ -408,6 +408,7 @@ def _spread_over_children(
         & (broad_obs >= np.maximum(2.0, 2.0 * broad_exp))
         & (stats.poisson.sf(broad_obs - 1, broad_exp) < CHILD_P)
     )
+    elevated &= ~_already_failing(segment, level, frame, usable, expected, codes, config)
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
@@ -444,43 +445,36 @@ def _spread_over_children(
     # multiple of each test's usual rate: a full disk or a bad image fails the tests it breaks however
     # rarely they fail otherwise.
     toll = max(obs[elevated].sum() - exp[elevated].sum(), 0.0) / max(n[elevated].sum(), 1)
-    onsets, prompt, joined = [], [], []
+    starts: list[_ChildStart] = []
     for i in np.flatnonzero(elevated):
-        mine = (level.entity == segment.entity) & (level.child == codes[i]) & usable
-        began = max(stretch_start, int(frame.time_ms[mine].min()))
-        child_onset = _onset(rows[inverse == i], frame, expected)
-        onsets.append(child_onset)
-        joined.append(began > stretch_start)
-        before = mine & (frame.time_ms >= began) & (frame.time_ms < child_onset)
-        prompt.append(
-            child_onset - began <= tolerance
-            or frame.jobs_in(before) < 3
-            or _as_struck(float(fail[before].sum()), float(expected[before].sum()), int(before.sum()), toll)
-        )
-    # Together: each child fails as soon as it runs under the entity (an image reaching hosts one by
-    # one), or all children start at the same moment (a host under several runners).
-    middle = float(np.median(onsets))
-    aligned = sum(
-        1 for onset, soon in zip(onsets, prompt, strict=True) if soon or abs(onset - middle) <= tolerance
-    )
-    if aligned * 3 < 2 * len(onsets):
+        mine = np.flatnonzero((level.entity == segment.entity) & (level.child == codes[i]) & usable)
+        mine = mine[np.argsort(frame.time_ms[mine], kind="stable")]
+        began = max(stretch_start, int(frame.time_ms[mine[0]]))
+        starts.append(_ChildStart(mine, began, _onset(rows[inverse == i], frame, expected)))
+    onsets = [child.onset for child in starts]
+    # Together: each child fails as soon as the cause could reach it — when it began, or when the
+    # child joined the entity after that (an image reaching hosts one by one) — or clears the bar
+    # later only for having run little, or having failed at the cause's rate, since. The start
+    # taken is the child onset most children fit; the child that opened the stretch fits its own
+    # onset trivially, so three hosts falling sick days apart fit no one start.
+    best: list[int] = []
+    for start in sorted(set(onsets)):
+        fitting = [j for j, child in enumerate(starts) if child.fits(start, frame, expected, toll, tolerance)]
+        if len(fitting) > len(best):
+            best = fitting
+    if len(best) * 3 < 2 * len(starts):
         if level.name == "machine" and _readings_name_one_cause(
             segment, frame, badness, codes[elevated], config
         ):
             shown = f"{int(elevated.sum())} of {int(considered.sum())} runners"
             return f"excess on {shown}, each runner's readings naming one cause for them all", min(onsets)
         return None, None
-    # The cause began with the children starting together or failing as they joined; a child already
-    # failing when the stretch opened, long before the rest, is a problem of its own.
-    common = [
-        onset
-        for onset, soon, late in zip(onsets, prompt, joined, strict=True)
-        if abs(onset - middle) <= tolerance
-        or (soon and (late or middle - onset <= config.chronic_lead_s * 1000))
-    ]
+    # The cause began with the children that fit it; a child already failing when the stretch
+    # opened, long before the rest, is a problem of its own.
+    common = [onsets[j] for j in best]
     kind = "runners" if level.name == "machine" else "hosts"
     note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
-    return note, min(common) if common else None
+    return note, min(common)
 
 
 def _shared_core(
@@ -582,6 +576,62 @@ def _pieces(
             pieces.append(_over(replace(segment, first_bin=a, last_bin=z), part, fail, expected))
         begin = cut_end + 1
     return pieces
+
+
+@dataclass
+class _ChildStart:
+    """One elevated child of a coarse stretch: its rows under the entity (time-ordered), when it
+    came under it within the stretch, and when its own excess became clear."""
+
+    rows: np.ndarray
+    began: int
+    onset: int
+
+    def fits(self, start: int, frame: Frame, expected: np.ndarray, toll: float, tolerance: int) -> bool:
+        """Whether this child's failures fit a common cause that began at `start`."""
+        reference = max(self.began, start)
+        if self.onset < reference - tolerance:
+            return False  # failing before the cause could have reached it
+        if self.onset - reference <= tolerance:
+            return True
+        times = frame.time_ms[self.rows]
+        before = self.rows[np.searchsorted(times, reference) : np.searchsorted(times, self.onset)]
+        return frame.jobs_in(before) < 3 or _as_struck(
+            float(frame.fail[before].sum()), float(expected[before].sum()), int(before.size), toll
+        )
+
+
+def _already_failing(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    children: np.ndarray,
+    config: AnalysisConfig,
+) -> np.ndarray:
+    """Per child: whether it was failing beyond chance under the entity in the `prior_lookback_s`
+    before the stretch began. A cause the children share begins with the stretch; a host already
+    sick when it opened is sick on its own (three hosts of an old image falling sick days apart are
+    no bad image, however their excesses overlap later)."""
+    found = np.zeros(children.size, bool)
+    if level.child is None:
+        return found
+    start = segment.first_bin * config.bin_s * 1000
+    before = (
+        (level.entity == segment.entity)
+        & usable
+        & (frame.time_ms < start)
+        & (frame.time_ms >= start - config.prior_lookback_s * 1000)
+    )
+    rows = np.flatnonzero(before & np.isin(level.child, children))
+    if rows.size == 0:
+        return found
+    child = np.searchsorted(children, level.child[rows])
+    obs = np.bincount(child, weights=frame.fail[rows].astype(float), minlength=children.size)
+    exp = np.bincount(child, weights=expected[rows], minlength=children.size)
+    found[:] = (obs >= np.maximum(3.0, 2.0 * exp)) & (stats.poisson.sf(obs - 1, exp) < CHILD_P)
+    return found
 
 
 def _readings_name_one_cause(

@@ -94,6 +94,10 @@ class AnalysisConfig(BaseModel):
         default=12 * 3600,
         description="a coarse stretch that ran this long far cleaner than its cause would allow is two problems",
     )
+    prior_lookback_s: int = Field(
+        default=12 * 3600,
+        description="a child failing beyond chance in this time before a coarse stretch is sick on its own",
+    )
     chronic_lead_s: int = Field(
         default=12 * 3600,
         description="a test failing steadily this long before the rest of a stretch is not its onset",

@@ -641,6 +641,39 @@ def test_a_runner_falling_sick_on_the_last_day_of_twelve_is_found_beside_its_own
     assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 3 * 3_600_000
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_three_hosts_of_an_old_image_falling_sick_days_apart_are_three_runners_not_the_image(
+    seed: int,
+) -> None:
+    # win-01, win-04 and win-07 are the three hosts of win-a, an image they have run from the start.
+    # Each falls sick on its own, at 30 h, 75 h and 90 h. The image's stretch opened with win-01, whose
+    # onset trivially fit "failing as soon as the stretch began", so two of three children looked to
+    # start together: a sick image from 30 h, and no runner judged.
+    scenario = Scenario(
+        pools=(
+            PoolSpec("win", 8, sharding="static", images=("win-a", "win-b", "win-b")),
+            PoolSpec("linux", 6, shards=6),
+        ),
+        duration_days=6.0,
+        events=(
+            SickRunner("win-01", "memory", onset=timedelta(hours=30), fail_prob=0.3),
+            SickRunner("win-04", "disk", onset=timedelta(hours=75), fail_prob=0.3),
+            SickRunner("win-07", "memory", onset=timedelta(hours=90), fail_prob=0.3),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    incidents = analyse(frame_of(fleet)).incidents
+    called = {(i["kind"], i["entity"]): i["dimension"] for i in incidents}
+    assert called == {
+        ("runner", "win-01"): "memory",
+        ("runner", "win-04"): "disk",
+        ("runner", "win-07"): "memory",
+    }
+    for incident in incidents:
+        truth = to_ms(fleet.truth.sick_onset[("runner", incident["entity"])])
+        assert abs(to_ms_text(incident["onset"]) - truth) <= 3 * 3_600_000, incident["entity"]
+
+
 @pytest.mark.parametrize(("fail_prob", "seed"), [(0.03, 1), (0.3, 1), (0.3, 2)])
 def test_a_pool_wide_burst_then_runners_falling_sick_days_later_are_the_pool_and_each_runner(
     fail_prob: float, seed: int
