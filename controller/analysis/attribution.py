@@ -107,7 +107,7 @@ def find_clusters(
             clusters.append(Cluster(segment, expected, note))
         for cluster in clusters:
             if cluster.segment.level == name:
-                explained |= _stretch(frame, level, cluster.segment, bins)
+                explained |= in_stretch(level, cluster.segment, bins)
     return clusters, cutoff, tested
 
 
@@ -224,7 +224,7 @@ def _elevated(
                 segment = _without(segment, contaminated, fail, expected)
                 breadth(segment, test, job, fail, expected)
                 if is_cluster(segment, cutoff, suspicious):
-                    grown |= _stretch(frame, levels[name], segment, bins)
+                    grown |= in_stretch(levels[name], segment, bins)
         if not (grown & ~contaminated).any():
             break
         contaminated = grown
@@ -800,7 +800,8 @@ def _onset(rows: np.ndarray, frame: Frame, expected: np.ndarray) -> int:
     return int(frame.time_ms[order[-1]])
 
 
-def _stretch(frame: Frame, level: Level, segment: Segment, bins: np.ndarray) -> np.ndarray:
+def in_stretch(level: Level, segment: Segment, bins: np.ndarray) -> np.ndarray:
+    """Per row: whether it is the segment's entity's, within the segment's bins."""
     inside: np.ndarray = (
         (level.entity == segment.entity) & (bins >= segment.first_bin) & (bins <= segment.last_bin)
     )

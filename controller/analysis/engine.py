@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 
 from common.timeutil import iso, to_ms
-from controller.analysis.attribution import Cluster, find_clusters
+from controller.analysis.attribution import find_clusters, in_stretch
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
-from controller.analysis.levels import Level, build_levels
+from controller.analysis.levels import build_levels
 from controller.analysis.outages import Outage, find_outages, outage_mask
 from controller.analysis.verdict import build_incident
 
@@ -65,14 +65,14 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     incidents = []
     discount = np.full(frame.size, -1, np.int32)
     reasons: list[str] = []
-    stretches = [_stretch_of(levels[c.segment.level], c, bins) for c in clusters]
     covered = np.zeros(frame.size, np.int32)  # how many clusters' stretches hold each row
-    for stretch in stretches:
-        covered += stretch
-    for cluster, stretch in zip(clusters, stretches, strict=True):
+    for cluster in clusters:
+        covered += in_stretch(levels[cluster.segment.level], cluster.segment, bins)
+    for cluster in clusters:
         level = levels[cluster.segment.level]
+        elsewhere = covered > in_stretch(level, cluster.segment, bins)
         incident = build_incident(
-            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=covered > stretch
+            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=elsewhere
         )
         incidents.append(incident)
         seg = cluster.segment
@@ -107,12 +107,6 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         hypotheses=tested,
         frame=frame,
     )
-
-
-def _stretch_of(level: Level, cluster: Cluster, bins: np.ndarray) -> np.ndarray:
-    seg = cluster.segment
-    inside: np.ndarray = (level.entity == seg.entity) & (bins >= seg.first_bin) & (bins <= seg.last_bin)
-    return inside
 
 
 def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
