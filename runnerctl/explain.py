@@ -95,8 +95,14 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
         )
         if stats.get("spread"):
             _line(f"  spread: {stats['spread']}")
+        readable, examined = evidence.get("failures_readable"), evidence.get("failures_examined")
+        among = (
+            f"of the {readable} failures (of {examined}) on runners that report"
+            if readable is not None and examined is not None and readable < examined
+            else "of the failures"
+        )
         _line(
-            f"  evidence: {evidence['dimension']} covers {evidence['coverage']:.0%} of the failures "
+            f"  evidence: {evidence['dimension']} covers {evidence['coverage']:.0%} {among} "
             f"({evidence['readings_seen']} readings from {evidence['runners_reporting']} runners; per dimension: "
             + ", ".join(f"{k} {v:.0%}" for k, v in evidence["per_dimension"].items())
             + ")"

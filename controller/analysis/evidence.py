@@ -147,6 +147,8 @@ class Finding:
     onset_ms: int | None = None
     confirmed_at_ms: int | None = None
     readings_seen: int = 0
+    failures_examined: int = 0
+    failures_readable: int = 0  # of those, on runners or hosts that reported in the window
     runners_reporting: int = 0
     per_dimension: dict[str, float] = field(default_factory=dict)
     examples: list[int] = field(default_factory=list)  # reading row indices
@@ -166,10 +168,20 @@ def examine(
     window = reading_rows[
         (frame.r_time_ms[reading_rows] >= lo) & (frame.r_time_ms[reading_rows] <= cluster_end_ms)
     ]
-    finding = Finding(dimension="unknown", readings_seen=int(window.size))
+    finding = Finding(dimension="unknown", readings_seen=int(window.size), failures_examined=int(failed.size))
     finding.runners_reporting = int(np.unique(frame.r_runner[window]).size)
     if window.size == 0 or failed.size == 0:
         return finding
+    # Failures on runners and hosts that sent no reading at all in the window (no agent) can neither
+    # confirm a dimension nor show healthy readings: the coverage is over the others. A runner's own
+    # cluster is all readable once it reports; an image on two hosts, one without an agent, is read
+    # from the one that has.
+    readable = np.isin(frame.cols["runner"][failed], frame.r_runner[window]) | np.isin(
+        frame.cols["machine"][failed], frame.r_machine[window]
+    )
+    if not readable.any():
+        return finding
+    finding.failures_readable = int(readable.sum())
     best: tuple[float, float, str] | None = None
     for dimension in DIMENSIONS:
         rows = window[frame.r_check[window] == badness.check_of[dimension]]
@@ -181,7 +193,7 @@ def examine(
         by_host = nearest_bad(
             frame, rows, bad, frame.cols["machine"][failed], frame.time_ms[failed], config, reader="r_machine"
         )
-        coverage = float((by_runner | by_host).mean())
+        coverage = float((by_runner | by_host)[readable].mean())
         finding.per_dimension[dimension] = coverage
         if coverage < config.evidence_min_coverage or not bad.any():
             continue

@@ -131,6 +131,8 @@ def build_incident(
             "coverage": round(finding.coverage, 3),
             "per_dimension": {k: round(v, 3) for k, v in finding.per_dimension.items()},
             "readings_seen": finding.readings_seen,
+            "failures_examined": finding.failures_examined,
+            "failures_readable": finding.failures_readable,
             "runners_reporting": finding.runners_reporting,
             "onset": iso(finding.onset_ms),
             "readings": [_reading(frame, r) for r in finding.examples],

@@ -310,7 +310,7 @@ def test_a_bad_image_on_two_hosts_one_without_an_agent_is_the_image_not_two_runn
     # An image with a broken NTP setup reaches two of three hosts; one of them has no agent. The
     # other's readings name the clock, the silent one names nothing: that was read as "one dimension
     # on a lone child beside a child with none", two problems, and came out as two runner verdicts.
-    # A host with no readings abstains; it does not show healthy ones.
+    # A host with no readings abstains; it does not show healthy ones, nor count against the coverage.
     scenario = Scenario(
         pools=(PoolSpec("linux", 3, shards=3, images=("ubuntu-22.04-20260901",)), PoolSpec("win", 6)),
         duration_days=3.0,
@@ -329,7 +329,12 @@ def test_a_bad_image_on_two_hosts_one_without_an_agent_is_the_image_not_two_runn
     fleet = simulate(scenario, seed=seed)
     incidents = analyse(frame_of(fleet)).incidents
     assert [(i["kind"], i["entity"]) for i in incidents] == [("image", "ubuntu-22.04-20260915")]
-    assert len(incidents[0]["machines"]) == 2
+    (image,) = incidents
+    assert len(image["machines"]) == 2
+    # Read from the host that reports: the silent one's failures neither confirm nor refute.
+    assert (image["state"], image["dimension"]) == ("sick", "clock")
+    evidence = image["evidence"]
+    assert 0 < evidence["failures_readable"] < evidence["failures_examined"]
 
 
 @pytest.mark.parametrize("seed", [1, 2])
