@@ -504,17 +504,17 @@ def _shared_core(
     if len(pieces) < 2:
         return None
     test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
-    standing = []
+    standing: list[tuple[Segment, tuple[str | None, int | None]]] = []
     for piece in pieces:
         breadth(piece, test, job, fail, expected)
-        if (
-            is_cluster(piece, cutoff, config)
-            and _spread_over_children(piece, level, frame, usable, expected, badness, cutoff, config)[0]
-        ):
-            standing.append(piece)
+        if not is_cluster(piece, cutoff, config):
+            continue
+        spread = _spread_over_children(piece, level, frame, usable, expected, badness, cutoff, config)
+        if spread[0]:
+            standing.append((piece, spread))
     if not standing:
         return None
-    first, last = standing[0].first_bin, standing[-1].last_bin
+    first, last = standing[0][0].first_bin, standing[-1][0].last_bin
     rows = segment.rows
     inside = (bins[rows] >= first) & (bins[rows] <= last)
     if note is not None:
@@ -529,6 +529,8 @@ def _shared_core(
             breadth(outside, test, job, fail, expected)
             if _spread_over_children(outside, level, frame, usable, expected, badness, cutoff, config)[0]:
                 return None  # the cause went on over the rest as well
+    if len(standing) == 1:
+        return standing[0]  # the one piece is the core, already judged
     core = _over(replace(segment, first_bin=first, last_bin=last), rows[inside], fail, expected)
     breadth(core, test, job, fail, expected)
     return core, _spread_over_children(core, level, frame, usable, expected, badness, cutoff, config)

@@ -92,8 +92,10 @@ def build_incident(
     ):
         state, resolution = "resolved", "ran at the expected failure rate since the stretch ended"
     elif level.name == "image" and (retired := _retired(frame, level, seg.entity, as_of_ms, config)):
-        state, resolution = "resolved", retired
-        end_ms = min(end_ms, _last_run_bin_end(frame, level, seg.entity, as_of_ms, config))
+        last_run_ms, resolution = retired
+        state = "resolved"
+        bin_ms = config.bin_s * 1000
+        end_ms = min(end_ms, (last_run_ms // bin_ms + 1) * bin_ms)  # the end of the hour it last ran
 
     return {
         "id": incident_id(level.name, entity_name, seg.first_bin),
@@ -285,11 +287,14 @@ def _resolved_at(
     return end_ms
 
 
-def _retired(frame: Frame, level: Level, image: int, as_of_ms: int, config: AnalysisConfig) -> str | None:
-    """Why a sick image is over though it never ran cleanly: it was rolled back. It has run nowhere
-    since its last execution while the hosts that ran it went on with other images for a clean
-    run's worth of work (the counts that resolve an entity that runs on); else None. A bad image
-    is usually replaced, not healed, and its verdict would otherwise stay open for ever."""
+def _retired(
+    frame: Frame, level: Level, image: int, as_of_ms: int, config: AnalysisConfig
+) -> tuple[int, str] | None:
+    """When a sick image last ran and why it is over though it never ran cleanly: it was rolled
+    back. It has run nowhere since its last execution while the hosts that ran it went on with other
+    images for a clean run's worth of work (the counts that resolve an entity that runs on); else
+    None. A bad image is usually replaced, not healed, and its verdict would otherwise stay open for
+    ever."""
     mine = (level.entity == image) & (frame.time_ms <= as_of_ms)
     if not mine.any():
         return None
@@ -303,16 +308,10 @@ def _retired(frame: Frame, level: Level, image: int, as_of_ms: int, config: Anal
         or int(frame.time_ms[after].max()) - last < config.resolve_after_s * 1000
     ):
         return None
-    return (
+    return last, (
         f"retired: not run since {iso(last)}; its {hosts.size} hosts have run "
         f"{frame.jobs_in(after)} jobs on other images since"
     )
-
-
-def _last_run_bin_end(frame: Frame, level: Level, image: int, as_of_ms: int, config: AnalysisConfig) -> int:
-    mine = (level.entity == image) & (frame.time_ms <= as_of_ms)
-    bin_ms = config.bin_s * 1000
-    return (int(frame.time_ms[mine].max()) // bin_ms + 1) * bin_ms
 
 
 def _healthy_since(
