@@ -78,8 +78,9 @@ def find_outages(
     # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
     join = 2 * config.outage_pad_bins + 1
     # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
-    # every bin against the rates with the outages found at first left out.
-    flagged = np.zeros(bins.size, bool)
+    # every bin against the rates with the outages found at first left out. The first look already
+    # leaves out short bursts far beyond the tests' usual rates (`_short_bursts`).
+    flagged = _short_bursts(counts, join, config)
     for _ in range(2):
         flagged, active, failing = _flag(counts, flagged, radius, join, config)
         flagged = _transient(counts, flagged, radius, join)
@@ -115,6 +116,22 @@ class _Counts:
     h_exp: np.ndarray
     h_n: np.ndarray
     hosts_near: np.ndarray  # per bin: hosts with data within `radius` bins of it
+
+
+def _short_bursts(counts: _Counts, join: int, config: AnalysisConfig) -> np.ndarray:
+    """Bins far beyond their tests' usual rates, in runs no longer than an outage lasts. They feed no
+    rate "before" even in the first look: at a quiet moment an outage's first minutes reach one host
+    alone, and that host's burst must not become the rate the rest of the outage is judged against."""
+    observed, executions, expect = counts.observed, counts.executions, counts.expect
+    p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
+    clear = (
+        (observed >= 2 * config.outage_min_ratio * expect) & (p < config.outage_p) & (counts.distinct >= 3)
+    )
+    short = np.zeros(clear.size, bool)
+    for start, stop in _runs(counts.bins, clear, join):
+        if (counts.bins[stop - 1] - counts.bins[start] + 1) * config.outage_bin_s <= config.outage_max_s:
+            short[start:stop] = True
+    return short
 
 
 def _flag(
