@@ -13,6 +13,7 @@ from scipy import stats
 
 from controller.analysis.baseline import WindowIndex, combine, unique_pairs
 from controller.analysis.config import AnalysisConfig
+from controller.analysis.frame import NONE
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,15 @@ def find_outages(
     failed_pairs, _ = unique_pairs(inverse[f > 0], tst[f > 0])
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
     near = _hosts_near(bins, h_bin, h_host, radius)
-    counts = _Counts(bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n, near)
+    pool_of_host = np.full(int(host.max()) + 2, NONE, np.int64)  # one slot more: host NONE is -1
+    pool_of_host[host] = frame_cols["pool"][idx]
+    counts = _Counts(
+        bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n, near, pool_of_host
+    )
     # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
     join = 2 * config.outage_pad_bins + 1
     # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
-    # every bin against the rates with the outages found at first left out. The first look already
-    # leaves out short bursts far beyond the tests' usual rates (`_short_bursts`).
+    # every bin against the rates with the outages found at first left out.
     flagged = _short_bursts(counts, join, config)
     for _ in range(2):
         flagged, active, failing = _flag(counts, flagged, radius, join, config)
@@ -116,6 +120,23 @@ class _Counts:
     h_exp: np.ndarray
     h_n: np.ndarray
     hosts_near: np.ndarray  # per bin: hosts with data within `radius` bins of it
+    pool_of_host: np.ndarray  # per host code: its pool's code
+
+    @property
+    def several_pools(self) -> bool:
+        pools = self.pool_of_host[self.pool_of_host != NONE]
+        return bool(np.unique(pools).size > 1)
+
+
+@dataclass(frozen=True)
+class _HostBins:
+    """Per (host, bin) pair judged over the bin and its neighbours: its bin's index, its host, and
+    whether the host was active and bursting there."""
+
+    position: np.ndarray
+    host: np.ndarray
+    active: np.ndarray
+    bursting: np.ndarray
 
 
 def _short_bursts(counts: _Counts, join: int, config: AnalysisConfig) -> np.ndarray:
@@ -143,9 +164,11 @@ def _flag(
     # Jobs report when they end, so one 5-minute bin sees only the hosts that happened to finish a job
     # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
     keep = ~excluded[h_bin]
-    active, failing, unsaturated_excess = _hosts_bursting(
+    host_bins, unsaturated_excess = _hosts_bursting(
         bins, h_bin, counts.h_host, h_obs, counts.h_exp, h_n, (h_obs * keep, h_n * keep), radius, config
     )
+    active = np.bincount(host_bins.position, weights=host_bins.active, minlength=bins.size)[: bins.size]
+    failing = np.bincount(host_bins.position, weights=host_bins.bursting, minlength=bins.size)[: bins.size]
     # The fleet's own rate before (15 min to 2 h earlier): a burst stands out from it. Whether the
     # fleet came back afterwards is asked of each whole span at the end (`_transient`): a bin inside an
     # hour-long outage has the outage itself on both sides.
@@ -188,6 +211,25 @@ def _flag(
         bursting_on_most_of(np.maximum(active, counts.hosts_near))
         | (clearly_beyond & bursting_on_most_of(active))
     )
+    # At the quietest moments one host finishes a job at a time: an outage there is a run of bins
+    # each with one host bursting, where most hosts active during the run burst in turn — at least
+    # two, and in more than one pool where the fleet has several (two hosts of one pool failing in
+    # turn are as much that pool's trouble).
+    for start, stop in _runs(bins, candidate & clearly_beyond & (failing >= 1), join):
+        if core[start:stop].any():
+            continue
+        inside = (host_bins.position >= start) & (host_bins.position < stop)
+        hosts = np.unique(host_bins.host[inside & host_bins.bursting])
+        ran = np.unique(host_bins.host[inside & host_bins.active])
+        pools = np.unique(counts.pool_of_host[hosts]).size
+        if (
+            hosts.size >= 2
+            and hosts.size >= config.outage_min_share * ran.size
+            and (pools >= 2 or not counts.several_pools)
+        ):
+            run = slice(start, stop)
+            core[run] = candidate[run] & clearly_beyond[run]
+            flagged[run] |= core[run]
     # An outage's edges are weaker than its core: grow each core over neighbouring bins that are
     # still clearly elevated. Neighbouring: with data at most 15 minutes apart, since jobs report
     # when they end and the first minutes of an outage may reach one host's jobs alone.
@@ -351,10 +393,10 @@ def _hosts_bursting(
     before: tuple[np.ndarray, np.ndarray],
     radius: int,
     config: AnalysisConfig,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per bin: how many hosts were active in it or next to it, how many of those burst, and whether
-    the hosts not already failing a lot failed, together, beyond their tests' usual rates. `before` is
-    (failures, executions) per (host, bin) pair as the rates before a bin may count them."""
+) -> tuple[_HostBins, np.ndarray]:
+    """Per (host, bin) pair: was the host active in the bin or next to it, and did it burst; per bin,
+    whether the hosts not already failing a lot failed, together, beyond their tests' usual rates.
+    `before` is (failures, executions) per (host, bin) pair as the rates before a bin may count them."""
     absolute = bins[h_bin].astype(np.int64)
     order = np.lexsort((absolute, h_host))
     host_sorted, bin_sorted = h_host[order].astype(np.int64), absolute[order]
@@ -395,15 +437,14 @@ def _hosts_bursting(
     center_bin = centers % span
     position = np.searchsorted(bins, center_bin)
     known = (position < bins.size) & (bins[np.clip(position, 0, bins.size - 1)] == center_bin)
-    active = np.bincount(position[known], weights=active_hosts[known].astype(float), minlength=bins.size)
-    failing = np.bincount(position[known], weights=bursting[known].astype(float), minlength=bins.size)
+    host_bins = _HostBins(position[known], centers[known] // span, active_hosts[known], bursting[known])
     unsaturated = known & (rate_before < config.outage_saturated_rate)
     sums = [
         np.bincount(position[unsaturated], weights=w[name][unsaturated], minlength=bins.size)[: bins.size]
         for name in ("o", "e")
     ]
     excess = sums[0] >= np.maximum(2.0, config.outage_min_ratio * sums[1])
-    return active[: bins.size], failing[: bins.size], excess
+    return host_bins, excess
 
 
 def _hosts_near(bins: np.ndarray, h_bin: np.ndarray, h_host: np.ndarray, radius: int) -> np.ndarray:

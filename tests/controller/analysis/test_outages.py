@@ -69,3 +69,32 @@ def test_one_host_bursting_alone_at_a_quiet_hour_is_not_an_outage() -> None:
     for start, host in jobs:
         fleet.job(host, quiet + start, 0.35 if 105 <= start < 180 and host == "h0" else 0.002)
     assert fleet.outages() == []
+
+
+def test_an_outage_seen_one_host_at_a_time_in_two_pools_is_found() -> None:
+    # Fleet 13 of the independent set: at 05:30 a macOS host alone finished jobs, failing a third of
+    # its tests; at 05:45 a Linux host alone did the same. No bin ever saw two hosts at once, so no
+    # bin was an outage, and the macOS runner was judged sick for the network's half hour.
+    fleet = Fleet({f"l{k}": "linux" for k in range(3)} | {f"m{k}": "mac" for k in range(3)})
+    busy_day(fleet, 600)
+    quiet = 600
+    jobs = [(0, "l1"), (40, "m2"), (80, "l0"), (110, "m0"), (118, "m0"), (135, "l2"), (143, "l2")]
+    jobs += [(start, fleet.hosts[k % 6]) for k, start in enumerate(range(200, 420, 10))]
+    for start, host in jobs:
+        fleet.job(host, quiet + start, 0.35 if 105 <= start < 160 else 0.002)
+    (found,) = fleet.outages()
+    assert found.start_ms <= (quiet + 110) * MINUTE_MS
+    assert found.end_ms >= (quiet + 150) * MINUTE_MS
+
+
+def test_one_pool_failing_host_by_host_at_a_quiet_hour_is_not_an_outage() -> None:
+    # The same quiet hour with the two bursting hosts both in one pool of two: as much that pool's
+    # trouble as the network's, so not an outage on that alone.
+    fleet = Fleet({f"l{k}": "linux" for k in range(3)} | {f"m{k}": "mac" for k in range(3)})
+    busy_day(fleet, 600)
+    quiet = 600
+    jobs = [(0, "l1"), (40, "m2"), (80, "l0"), (110, "m0"), (118, "m0"), (135, "m1"), (143, "m1")]
+    jobs += [(start, fleet.hosts[k % 6]) for k, start in enumerate(range(200, 420, 10))]
+    for start, host in jobs:
+        fleet.job(host, quiet + start, 0.35 if 105 <= start < 160 else 0.002)
+    assert fleet.outages() == []
