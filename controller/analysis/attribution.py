@@ -98,7 +98,17 @@ def find_clusters(
                 # runners of twelve falling sick on their own later, are no common cause from the
                 # first of those runners' onsets.
                 if dated is not segment and (
-                    _spread_over_children(dated, level, frame, usable, expected, badness, cutoff, config)[0]
+                    _spread_over_children(
+                        dated,
+                        level,
+                        frame,
+                        usable,
+                        expected,
+                        badness,
+                        cutoff,
+                        config,
+                        opened_bin=segment.first_bin,
+                    )[0]
                     is None
                 ):
                     continue
@@ -364,10 +374,12 @@ def _spread_over_children(
     badness: Badness,
     cutoff: float,
     config: AnalysisConfig,
+    opened_bin: int | None = None,
 ) -> tuple[str | None, int | None]:
     """None unless the excess is a common cause across the entity's children; else a note saying so,
     and when the cause began if that was after the stretch did (an earlier, separate problem of one
-    child opened it).
+    child opened it). `opened_bin`: where the stretch this segment was dated within began, when
+    earlier than the segment — a child failing under the entity since then is not failing before it.
 
     A common cause (a bad image, a sick pool, a sick host under several runners) shows on most of the
     children, survives dropping the worst of them, and starts on each child as soon as that child runs
@@ -408,7 +420,8 @@ def _spread_over_children(
         & (broad_obs >= np.maximum(2.0, 2.0 * broad_exp))
         & (stats.poisson.sf(broad_obs - 1, broad_exp) < CHILD_P)
     )
-    elevated &= ~_already_failing(segment, level, frame, usable, expected, codes, config)
+    opened = segment.first_bin if opened_bin is None else min(opened_bin, segment.first_bin)
+    elevated &= ~_already_failing(segment.entity, opened, level, frame, usable, expected, codes, config)
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
@@ -425,7 +438,7 @@ def _spread_over_children(
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
     rest = rows[(inverse != worst) & (test != segment.top_test)]
-    if not _stands_without(rest, segment, frame, expected, cutoff, config):
+    if not _stands_without(rest, frame, expected, cutoff, config):
         return None, None
     # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
     # as a pool, even where those hosts ran tests of their own that nothing could show spared (static
@@ -604,7 +617,8 @@ class _ChildStart:
 
 
 def _already_failing(
-    segment: Segment,
+    entity: int,
+    first_bin: int,
     level: Level,
     frame: Frame,
     usable: np.ndarray,
@@ -613,15 +627,15 @@ def _already_failing(
     config: AnalysisConfig,
 ) -> np.ndarray:
     """Per child: whether it was failing beyond chance under the entity in the `prior_lookback_s`
-    before the stretch began. A cause the children share begins with the stretch; a host already
-    sick when it opened is sick on its own (three hosts of an old image falling sick days apart are
+    before the stretch began (at `first_bin`). A cause the children share begins with the stretch; a
+    host already sick when it opened is sick on its own (three hosts of an old image falling sick days apart are
     no bad image, however their excesses overlap later)."""
     found = np.zeros(children.size, bool)
     if level.child is None:
         return found
-    start = segment.first_bin * config.bin_s * 1000
+    start = first_bin * config.bin_s * 1000
     before = (
-        (level.entity == segment.entity)
+        (level.entity == entity)
         & usable
         & (frame.time_ms < start)
         & (frame.time_ms >= start - config.prior_lookback_s * 1000)
@@ -656,15 +670,16 @@ def _readings_name_one_cause(
 
 def _stands_without(
     rest: np.ndarray,
-    segment: Segment,
     frame: Frame,
     expected: np.ndarray,
     cutoff: float,
     config: AnalysisConfig,
 ) -> bool:
-    """Whether the segment's excess is still beyond chance over the `rest` of its rows."""
+    """Whether the segment's excess is still beyond chance over the `rest` of its rows. The stretch is
+    fixed by now: its search was paid for once, by the segment's own adjusted p-value; paying it again
+    here sank an image on two hosts whose second host alone was beyond chance at p ~ 1e-4."""
     o, x, k = float(frame.fail[rest].sum()), float(expected[rest].sum()), int(rest.size)
-    p = min(1.0, exact_p(o, k, x) * segment.bins_tested)
+    p = exact_p(o, k, x)
     return not (p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5))
 
 

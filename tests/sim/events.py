@@ -80,6 +80,7 @@ class BadImage:
     dimension: Dimension = "unknown"
     job_share: float = 1.0
     rolled_back: Instant | None = None  # its hosts return to the pool's own image then
+    breaks: int | None = None  # only this many of the pool's tests fail there (a library a few need)
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,11 @@ def build_plan(
             onset = scenario.offset_s(ev.onset)
             end = scenario.offset_s(ev.rolled_back) if ev.rolled_back is not None else forever
             plan.rollouts.append(Rollout(image, pool, machines, onset, ev.dimension, end))
-            p = _affected(catalog, catalog.pool_tests(ev.pool), ev.dimension, ev.fail_prob, rng)
+            if ev.breaks is None:
+                p = _affected(catalog, catalog.pool_tests(ev.pool), ev.dimension, ev.fail_prob, rng)
+            else:
+                p = np.zeros(len(catalog))
+                p[rng.choice(catalog.pool_tests(ev.pool), ev.breaks, replace=False)] = ev.fail_prob
             plan.sick.append(
                 Sick(
                     f"sick:image:{ev.image}",

@@ -1,0 +1,65 @@
+"""Verdicts on captured slices of fleets that went wrong once, replayed exactly as they were stored."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from pathlib import Path
+
+from controller.analysis.engine import analyse
+from controller.analysis.frame import Frame
+
+DATA = Path(__file__).parent / "data"
+
+
+def frame_from(name: str, pool: str) -> Frame:
+    """A captured slice: one pool's results, as the controller stored them (time_ms, outcome, ...)."""
+    with gzip.open(DATA / name, "rt", newline="") as handle:
+        records = list(csv.DictReader(handle))
+    frame = Frame()
+    frame.append_results(
+        [
+            (
+                number,
+                int(r["time_ms"]),
+                r["outcome"],
+                False,
+                r["test_id"],
+                r["runner"],
+                r["machine"],
+                pool,
+                r["image"],
+                None,
+                r["job_id"],
+                r["run_id"],
+                r["commit"],
+            )
+            for number, r in enumerate(records, start=1)
+        ]
+    )
+    return frame
+
+
+def test_a_new_image_on_two_hosts_that_breaks_five_tests_is_the_image_not_its_runners() -> None:
+    # Independent fleet 3, its Linux pool from the evening before a new image reached two of its
+    # four hosts (two runners each): the image broke five tests, each failing there a quarter of
+    # the time. Two things hid it. With only two hosts, dropping the worse one left the other's
+    # excess to pass the bar the scan pays for searching every stretch — paid again on a fixed
+    # stretch. And dated from when both hosts failed together, the first host's failures under the
+    # image in the hours before counted as that host "already failing". Three runners were blamed
+    # instead, and the five tests' failures went to flake scores.
+    analysis = analyse(frame_from("narrow_image.csv.gz", "linux-x64"))
+    verdicts = [(i["kind"], i["entity"], i["state"]) for i in analysis.incidents]
+    assert verdicts == [("image", "ubuntu-22.04-2026.11.27-bad", "suspect")]
+    (incident,) = analysis.incidents
+    assert incident["statistics"]["spread"] == "excess on 2 of 2 hosts, starting together"
+    broken = {
+        "tests/config/test_config.py::test_timeout_v2",
+        "tests/session/test_session.py::test_merge_slow[py311]",
+        "tests/models/test_models.py::test_snapshot_slow",
+        "tests/time/test_time.py::test_nested_slow",
+        "tests/parser/test_parser.py::test_nested_smoke",
+    }
+    assert {t["test_id"] for t in incident["tests"][:5]} == broken
+    flaky = {t["test_id"] for t in analysis.tests if t["verdict"] == "flaky"}
+    assert not flaky & broken, "the image's failures are not flake points"
