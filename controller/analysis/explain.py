@@ -88,11 +88,11 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
         return [
             "to become sick: its own readings must show one dimension bad (disk, memory, clock, cache) under at "
             f"least {config.evidence_min_coverage:.0%} of the stretch's failures; none does now",
-            f"to clear: {_clean_run(config, 'after the stretch ')}",
+            f"to clear: {_clean_run(config, stats, 'after the stretch ')}",
         ]
     if incident["state"] == "sick":
         return [
-            f"to clear: readings healthy again and {_clean_run(config, '')}",
+            f"to clear: readings healthy again and {_clean_run(config, stats, '')}",
             f"to be mere chance its p would have to exceed {stats.get('bh_bar', stats['bh_cutoff']):.2g} (the "
             f"Benjamini–Hochberg bar at its rank); it has p = {stats['p_adjusted']:.2g} "
             f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",
@@ -102,10 +102,12 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
     ]
 
 
-def _clean_run(config: AnalysisConfig, where: str) -> str:
+def _clean_run(config: AnalysisConfig, stats: dict[str, Any], where: str) -> str:
+    excess = (stats["failures"] - stats["expected"]) / max(stats["executions"], 1)
     return (
         f"{config.resolve_after_executions}+ executions over {config.resolve_after_jobs}+ jobs {where}at the "
-        f"expected failure rate, for {config.resolve_after_s // 60}+ minutes after its last failure"
+        f"expected failure rate, for {config.resolve_after_s // 60}+ minutes after its last failure, and "
+        f"enough of them that its excess of {excess:.1%} of executions would have shown"
     )
 
 

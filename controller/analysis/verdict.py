@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from common.timeutil import iso
 from controller.analysis.attribution import Cluster
@@ -18,6 +19,9 @@ from controller.analysis.evidence import Badness, Finding, examine
 from controller.analysis.frame import Frame
 from controller.analysis.levels import Level
 
+# A verdict resolves once its clean run would show this few failures at most this often if the
+# entity still failed at its stretch's rate.
+RESOLVE_P = 0.05
 READING_COLUMN = {"pool": "r_pool", "image": "r_image", "machine": "r_machine", "runner": "r_runner"}
 
 
@@ -83,6 +87,7 @@ def build_incident(
         cluster.expected,
         clean_since if chronic.size == 0 else clean_since & ~np.isin(frame.cols["test"], chronic),
         as_of_ms,
+        (seg.failures - seg.expected) / max(seg.executions, 1),
         config,
     )
     resolution = None
@@ -267,9 +272,12 @@ def _resolved_at(
     expected: np.ndarray,
     usable: np.ndarray,
     as_of_ms: int,
+    excess_rate: float,
     config: AnalysisConfig,
 ) -> int | None:
-    """`end_ms` (the end of the stretch's last bin) when the entity has run cleanly since."""
+    """`end_ms` (the end of the stretch's last bin) when the entity has run cleanly since: at its
+    expected rate, and long enough that its stretch's excess per execution would have shown — an
+    image breaking five tests in a hundred fails a job in three, and a few clean jobs do not heal it."""
     after = np.flatnonzero(
         (level.entity == entity) & (frame.time_ms >= end_ms) & (frame.time_ms <= as_of_ms) & usable
     )
@@ -284,6 +292,8 @@ def _resolved_at(
     o, x = float(frame.fail[after].sum()), float(expected[after].sum())
     if o > max(2.0 * x, 2.0):
         return None
+    if stats.poisson.cdf(o, x + excess_rate * after.size) >= RESOLVE_P:
+        return None  # as few failures as these are still likely at the stretch's rate
     return end_ms
 
 

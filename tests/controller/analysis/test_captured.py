@@ -63,3 +63,15 @@ def test_a_new_image_on_two_hosts_that_breaks_five_tests_is_the_image_not_its_ru
     assert {t["test_id"] for t in incident["tests"][:5]} == broken
     flaky = {t["test_id"] for t in analysis.tests if t["verdict"] == "flaky"}
     assert not flaky & broken, "the image's failures are not flake points"
+
+
+def test_an_image_breaking_a_few_tests_is_not_healed_by_a_quiet_evening() -> None:
+    # Independent fleet 28, its Linux pool from the morning the bad image's failures began: it
+    # breaks four tests, so it fails about one execution in forty, and the evening before the data
+    # end ran clean for four hours. Twenty clean executions over three jobs resolved it, though at
+    # its own rate so clean a run was not unlikely; it was never rolled back.
+    analysis = analyse(frame_from("quiet_evening_image.csv.gz", "linux-x64"))
+    (image,) = [i for i in analysis.incidents if i["kind"] == "image"]
+    assert image["entity"] == "ubuntu-22.04-2026.11.22-bad"
+    assert image["state"] == "suspect"
+    assert image["end"] is None
