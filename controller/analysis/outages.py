@@ -84,7 +84,7 @@ def find_outages(
     join = 2 * config.outage_pad_bins + 1
     # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
     # every bin against the rates with the outages found at first left out.
-    flagged = _short_bursts(counts, join, config)
+    flagged = _short_bursts(counts, radius, join, config)
     for _ in range(2):
         flagged, active, failing = _flag(counts, flagged, radius, join, config)
         flagged = _transient(counts, flagged, radius, join)
@@ -139,18 +139,24 @@ class _HostBins:
     bursting: np.ndarray
 
 
-def _short_bursts(counts: _Counts, join: int, config: AnalysisConfig) -> np.ndarray:
-    """Bins far beyond their tests' usual rates, in runs no longer than an outage lasts. They feed no
-    rate "before" even in the first look: at a quiet moment an outage's first minutes reach one host
-    alone, and that host's burst must not become the rate the rest of the outage is judged against."""
-    observed, executions, expect = counts.observed, counts.executions, counts.expect
+def _short_bursts(counts: _Counts, radius: int, join: int, config: AnalysisConfig) -> np.ndarray:
+    """Bins far beyond their tests' usual rates, in runs no longer than an outage lasts that follow two
+    hours with no such bin. They feed no rate "before" even in the first look: at a quiet moment an
+    outage's first minutes reach one host alone, and that host's burst must not become the rate the
+    rest of the outage is judged against. A fleet already far beyond its usual rates (half a pool on a
+    bad image) shows such runs between its quieter bins all day: they are its rate, not bursts."""
+    bins, observed, executions, expect = counts.bins, counts.observed, counts.executions, counts.expect
     p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
     clear = (
         (observed >= 2 * config.outage_min_ratio * expect) & (p < config.outage_p) & (counts.distinct >= 3)
     )
     short = np.zeros(clear.size, bool)
-    for start, stop in _runs(counts.bins, clear, join):
-        if (counts.bins[stop - 1] - counts.bins[start] + 1) * config.outage_bin_s <= config.outage_max_s:
+    for start, stop in _runs(bins, clear, join):
+        earlier = clear[:start] & (bins[:start] >= bins[start] - 2 * radius)
+        if (
+            not earlier.any()
+            and (bins[stop - 1] - bins[start] + 1) * config.outage_bin_s <= config.outage_max_s
+        ):
             short[start:stop] = True
     return short
 
