@@ -628,8 +628,8 @@ def _already_failing(
 ) -> np.ndarray:
     """Per child: whether it was failing beyond chance under the entity in the `prior_lookback_s`
     before the stretch began (at `first_bin`). A cause the children share begins with the stretch; a
-    host already sick when it opened is sick on its own (three hosts of an old image falling sick days apart are
-    no bad image, however their excesses overlap later)."""
+    host already sick when it opened is sick on its own (three hosts of an old image falling sick days
+    apart are no bad image, however their excesses overlap later)."""
     found = np.zeros(children.size, bool)
     if level.child is None:
         return found

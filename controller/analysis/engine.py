@@ -65,25 +65,25 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     incidents = []
     discount = np.full(frame.size, -1, np.int32)
     reasons: list[str] = []
+    stretches = [in_stretch(levels[c.segment.level], c.segment, bins) for c in clusters]
     covered = np.zeros(frame.size, np.int32)  # how many clusters' stretches hold each row
-    for cluster in clusters:
-        covered += in_stretch(levels[cluster.segment.level], cluster.segment, bins)
-    for cluster in clusters:
+    for stretch in stretches:
+        covered += stretch
+    for cluster, stretch in zip(clusters, stretches, strict=True):
         level = levels[cluster.segment.level]
-        elsewhere = covered > in_stretch(level, cluster.segment, bins)
         incident = build_incident(
-            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=elsewhere
+            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=covered > stretch
         )
         incidents.append(incident)
         seg = cluster.segment
         # From the onset, not the scanned stretch's first bin: a test failing on its own before the
         # runner went sick (a flaky test on the only shard that runs it) keeps those failures.
         onset_ms = to_ms(datetime.fromisoformat(incident["onset"]))
-        stretch = (
+        charged = (
             selected & (level.entity == seg.entity) & (frame.time_ms >= onset_ms) & (bins <= seg.last_bin)
         )
         reasons.append(incident["id"])
-        discount[stretch & (discount < 0)] = len(reasons) - 1
+        discount[charged & (discount < 0)] = len(reasons) - 1
     outage_dicts = []
     for number, outage in enumerate(outages, start=1):
         outage_id = f"outage-{number}"

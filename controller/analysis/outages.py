@@ -77,8 +77,21 @@ def find_outages(
     near = _hosts_near(bins, h_bin, h_host, radius)
     pool_of_host = np.full(int(host.max()) + 2, NONE, np.int64)  # one slot more: host NONE is -1
     pool_of_host[host] = frame_cols["pool"][idx]
+    p_tests = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
     counts = _Counts(
-        bins, observed, executions, expect, distinct, h_bin, h_host, h_obs, h_exp, h_n, near, pool_of_host
+        bins,
+        observed,
+        executions,
+        expect,
+        p_tests,
+        distinct,
+        h_bin,
+        h_host,
+        h_obs,
+        h_exp,
+        h_n,
+        near,
+        pool_of_host,
     )
     # Runs whose padded edges will meet become one outage (`_merged`): judge them as one.
     join = 2 * config.outage_pad_bins + 1
@@ -113,6 +126,7 @@ class _Counts:
     observed: np.ndarray
     executions: np.ndarray
     expect: np.ndarray
+    p_tests: np.ndarray  # per bin: the chance of as many failures at its tests' usual rates
     distinct: np.ndarray
     h_bin: np.ndarray
     h_host: np.ndarray
@@ -145,10 +159,11 @@ def _short_bursts(counts: _Counts, radius: int, join: int, config: AnalysisConfi
     outage's first minutes reach one host alone, and that host's burst must not become the rate the
     rest of the outage is judged against. A fleet already far beyond its usual rates (half a pool on a
     bad image) shows such runs between its quieter bins all day: they are its rate, not bursts."""
-    bins, observed, executions, expect = counts.bins, counts.observed, counts.executions, counts.expect
-    p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
+    bins, observed, expect = counts.bins, counts.observed, counts.expect
     clear = (
-        (observed >= 2 * config.outage_min_ratio * expect) & (p < config.outage_p) & (counts.distinct >= 3)
+        (observed >= 2 * config.outage_min_ratio * expect)
+        & (counts.p_tests < config.outage_p)
+        & (counts.distinct >= 3)
     )
     short = np.zeros(clear.size, bool)
     for start, stop in _runs(bins, clear, join):
@@ -180,7 +195,7 @@ def _flag(
     # hour-long outage has the outage itself on both sides.
     fleet_before = _rate_between(bins, observed * ~excluded, executions * ~excluded, -2 * radius, -3)
 
-    p = stats.binom.sf(observed - 1, executions, np.clip(expect / np.maximum(executions, 1), 1e-9, 1))
+    p = counts.p_tests
     p_own = np.minimum(p, stats.binom.sf(observed - 1, executions, np.clip(fleet_before, 1e-9, 1)))
     # Beyond the tests' usual rates (over the whole fleet, or over the hosts not already failing a lot,
     # which can show a multiple where sick ones dilute it), or beyond the fleet's own rate just before:

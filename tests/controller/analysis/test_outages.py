@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from controller.analysis.config import AnalysisConfig
@@ -33,11 +35,19 @@ class Fleet:
         return find_outages(cols, time_ms, fail.astype(bool), np.ones(time_ms.size, bool), AnalysisConfig())
 
 
-def busy_day(fleet: Fleet, until_min: int) -> None:
-    """Every host runs a job every 20 minutes until `until_min`."""
+QUIET = 600  # minutes: the busy day ends, and from here on one job in the whole fleet at a time
+
+
+def quiet_evening(fleet: Fleet, jobs: list[tuple[int, str]], bursting: Callable[[int, str], bool]) -> None:
+    """Every host runs a job every 20 minutes until QUIET; then the `jobs` (minutes after QUIET,
+    host), and from 200 minutes on a job every 10 minutes, host after host. A job fails a third of
+    its tests where `bursting(start, host)`, else one in five hundred."""
     for k, host in enumerate(fleet.hosts):
-        for start in range(k * 3, until_min, 20):
+        for start in range(k * 3, QUIET, 20):
             fleet.job(host, start)
+    jobs = jobs + [(start, fleet.hosts[k % len(fleet.hosts)]) for k, start in enumerate(range(200, 420, 10))]
+    for start, host in jobs:
+        fleet.job(host, QUIET + start, 0.35 if bursting(start, host) else 0.002)
 
 
 def test_an_outage_that_reaches_one_host_first_at_a_quiet_hour_is_found() -> None:
@@ -45,29 +55,21 @@ def test_an_outage_that_reaches_one_host_first_at_a_quiet_hour_is_found() -> Non
     # tests; from 20:40 two. The first host's burst was the fleet's rate "before" the second bin, so
     # nothing stood out from it, and the hour-long outage was missed (and later blamed on a runner).
     fleet = Fleet({f"h{k}": "linux" for k in range(6)})
-    busy_day(fleet, 600)
-    quiet = 600  # from here on one job in the whole fleet every 10 to 50 minutes
     jobs = [(0, "h1"), (50, "h5"), (110, "h0"), (120, "h0"), (130, "h2"), (130, "h5"), (150, "h2")]
     jobs += [(160, "h2"), (160, "h3"), (170, "h2")]
-    jobs += [(start, f"h{k % 6}") for k, start in enumerate(range(200, 420, 10))]
-    for start, host in jobs:
-        fleet.job(host, quiet + start, 0.35 if 105 <= start < 180 else 0.002)
+    quiet_evening(fleet, jobs, lambda start, _host: 105 <= start < 180)
     (found,) = fleet.outages()
-    assert found.start_ms <= (quiet + 110) * MINUTE_MS
-    assert found.end_ms >= (quiet + 175) * MINUTE_MS
+    assert found.start_ms <= (QUIET + 110) * MINUTE_MS
+    assert found.end_ms >= (QUIET + 175) * MINUTE_MS
 
 
 def test_one_host_bursting_alone_at_a_quiet_hour_is_not_an_outage() -> None:
     # The same quiet hour with the burst on h0 alone and the others passing beside it: a host's
     # trouble, however clear, is not the fleet's.
     fleet = Fleet({f"h{k}": "linux" for k in range(6)})
-    busy_day(fleet, 600)
-    quiet = 600
     jobs = [(0, "h1"), (50, "h5"), (110, "h0"), (120, "h0"), (130, "h2"), (130, "h0"), (150, "h2")]
     jobs += [(160, "h0"), (160, "h3"), (170, "h2")]
-    jobs += [(start, f"h{k % 6}") for k, start in enumerate(range(200, 420, 10))]
-    for start, host in jobs:
-        fleet.job(host, quiet + start, 0.35 if 105 <= start < 180 and host == "h0" else 0.002)
+    quiet_evening(fleet, jobs, lambda start, host: 105 <= start < 180 and host == "h0")
     assert fleet.outages() == []
 
 
@@ -76,25 +78,17 @@ def test_an_outage_seen_one_host_at_a_time_in_two_pools_is_found() -> None:
     # its tests; at 05:45 a Linux host alone did the same. No bin ever saw two hosts at once, so no
     # bin was an outage, and the macOS runner was judged sick for the network's half hour.
     fleet = Fleet({f"l{k}": "linux" for k in range(3)} | {f"m{k}": "mac" for k in range(3)})
-    busy_day(fleet, 600)
-    quiet = 600
     jobs = [(0, "l1"), (40, "m2"), (80, "l0"), (110, "m0"), (118, "m0"), (135, "l2"), (143, "l2")]
-    jobs += [(start, fleet.hosts[k % 6]) for k, start in enumerate(range(200, 420, 10))]
-    for start, host in jobs:
-        fleet.job(host, quiet + start, 0.35 if 105 <= start < 160 else 0.002)
+    quiet_evening(fleet, jobs, lambda start, _host: 105 <= start < 160)
     (found,) = fleet.outages()
-    assert found.start_ms <= (quiet + 110) * MINUTE_MS
-    assert found.end_ms >= (quiet + 150) * MINUTE_MS
+    assert found.start_ms <= (QUIET + 110) * MINUTE_MS
+    assert found.end_ms >= (QUIET + 150) * MINUTE_MS
 
 
 def test_one_pool_failing_host_by_host_at_a_quiet_hour_is_not_an_outage() -> None:
     # The same quiet hour with the two bursting hosts both in one pool of two: as much that pool's
     # trouble as the network's, so not an outage on that alone.
     fleet = Fleet({f"l{k}": "linux" for k in range(3)} | {f"m{k}": "mac" for k in range(3)})
-    busy_day(fleet, 600)
-    quiet = 600
     jobs = [(0, "l1"), (40, "m2"), (80, "l0"), (110, "m0"), (118, "m0"), (135, "m1"), (143, "m1")]
-    jobs += [(start, fleet.hosts[k % 6]) for k, start in enumerate(range(200, 420, 10))]
-    for start, host in jobs:
-        fleet.job(host, quiet + start, 0.35 if 105 <= start < 160 else 0.002)
+    quiet_evening(fleet, jobs, lambda start, _host: 105 <= start < 160)
     assert fleet.outages() == []
