@@ -106,13 +106,24 @@ def find_outages(
     pad = config.outage_pad_bins
     for start, stop in _runs(bins, flagged, join):
         core = (inverse >= start) & (inverse < stop)
-        beyond = _beyond_one_image(image[core], f[core], expected[core])
+        beyond, _ = _beyond_one_image(image[core], f[core], expected[core])
         if beyond is None:
             # Too little ran off the image in the core to tell: look over all the outage would claim,
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
-            # cleanly minutes off the core are the evidence against it.
+            # cleanly minutes off the core are the evidence against it — but only where the image
+            # fails beyond its tests' usual rates outside the burst too. An image that ran cleanly
+            # just before and after is no explanation; the others merely ran at other minutes.
             claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
-            beyond = _beyond_one_image(image[claimed], f[claimed], expected[claimed])
+            beyond, worst = _beyond_one_image(image[claimed], f[claimed], expected[claimed])
+            reach = 12 * radius
+            around = (
+                (image == worst)
+                & ~claimed
+                & (row_bin >= bins[start] - pad - reach)
+                & (row_bin <= bins[stop - 1] + pad + reach)
+            )
+            if beyond is False and _fails_as_usual(f[around], expected[around]):
+                beyond = True
         if beyond is False:
             flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
@@ -343,21 +354,30 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     return kept
 
 
-def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> bool | None:
+def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> tuple[bool | None, int]:
     """An outage reaches hosts whatever image they run. A burst whose excess is on one image while the
     hosts on the others fail no more than usual is that image reaching hosts (a rollout), not an
-    outage. None where the others ran too little to tell."""
+    outage. None where the others ran too little to tell. Also the image with the most excess (its
+    code; NONE where there are no rows)."""
+    if image.size == 0:
+        return None, NONE
     images, which = np.unique(image, return_inverse=True)
-    if images.size < 2:
-        return None
     worst = int(np.argmax(np.bincount(which, weights=failed - expected)))
+    if images.size < 2:
+        return None, int(images[worst])
     others = which != worst
-    ran = int(others.sum())
+    usual = _fails_as_usual(failed[others], expected[others])
+    return (None if usual is None else not usual), int(images[worst])
+
+
+def _fails_as_usual(failed: np.ndarray, expected: np.ndarray) -> bool | None:
+    """Whether these executions fail no more than their tests usually do (None: too few to tell)."""
+    ran = failed.size
     if ran < 20:
         return None
-    observed, usual = float(failed[others].sum()), float(expected[others].sum())
+    observed, usual = float(failed.sum()), float(expected.sum())
     rate = min(max(usual / ran, 1e-9), 1.0)
-    return observed >= 1.5 * usual and bool(stats.binom.sf(observed - 1, ran, rate) < 0.01)
+    return not (observed >= 1.5 * usual and bool(stats.binom.sf(observed - 1, ran, rate) < 0.01))
 
 
 def _came_back(before: float, during: float, after: float) -> bool:
