@@ -272,6 +272,9 @@ def _flag(
         grown[1:] |= flagged[:-1] & edge[1:] & near
         grown[:-1] |= flagged[1:] & edge[:-1] & near
         flagged = grown
+    # Jobs come in waves: where no job ended for a while, an outage goes on into the next wave's
+    # bins, as far as its padding would reach, if they are still candidates with hosts bursting.
+    flagged = _across_quiet_gaps(bins, flagged, candidate & (failing >= 1), join)
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
@@ -279,6 +282,20 @@ def _flag(
         if not core[start:stop].any():
             flagged[start:stop] = False
     return flagged, active, failing
+
+
+def _across_quiet_gaps(bins: np.ndarray, flagged: np.ndarray, still: np.ndarray, join: int) -> np.ndarray:
+    """`flagged` grown, in both directions, over `still` bins at most `join` bins from a flagged one."""
+    grown = flagged.copy()
+    for order in (range(bins.size), range(bins.size - 1, -1, -1)):
+        last: int | None = None
+        for i in order:
+            if grown[i]:
+                last = i
+            elif last is not None and still[i] and abs(int(bins[i]) - int(bins[last])) <= join:
+                grown[i] = True
+                last = i
+    return grown
 
 
 def _beyond_own_rate(

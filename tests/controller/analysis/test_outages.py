@@ -136,3 +136,27 @@ def test_a_bad_image_whose_fresh_hosts_alone_run_at_a_quiet_hour_is_not_an_outag
     day = [host for host in fleet.hosts if host not in linux[3:]]
     _evening_on_one_image(fleet, 0.35, day=day, evening=linux[3:])
     assert fleet.outages() == []
+
+
+def test_an_outage_goes_on_across_a_quiet_gap_between_waves_of_jobs() -> None:
+    # Random shape 324 of our simulator: a small pool whose jobs come in waves 35 minutes apart, one
+    # host already sick, the other pool idle. An outage hit two waves; by the second only one host
+    # still failed, nothing ended in between, and the outage's edges, which grow only over bins at
+    # most 15 minutes apart, stopped at the first wave. The second wave's failures beside the sick
+    # host then made the whole pool look sick.
+    fleet = Fleet({host: "a" for host in ("a0", "a1", "a2")} | {host: "b" for host in ("b0", "b1", "b2")})
+    for wave in range(0, 900, 35):
+        for k, host in enumerate(("a0", "a1", "a2")):
+            if host == "a0" and wave >= 300:
+                fail_p = 0.3
+            elif wave == 595 or (wave == 630 and host == "a1"):
+                fail_p = 0.35
+            else:
+                fail_p = 0.002
+            fleet.job(host, wave + k, fail_p)
+    for start in (*range(0, 570, 30), *range(690, 900, 30)):
+        for k, host in enumerate(("b0", "b1", "b2")):
+            fleet.job(host, start + k)
+    (found,) = fleet.outages()
+    assert found.start_ms <= 595 * MINUTE_MS
+    assert found.end_ms >= 640 * MINUTE_MS
