@@ -91,7 +91,8 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
     """A cache digest that most of its pool's runners did not hold for the key at about that time.
 
     A digest is the pool's around a moment when at least two runners, and more than half of those
-    reporting the key, held it within a few hours of that moment. A poisoned cache (a digest of its
+    reporting the key, held it within a few hours of that moment (or when two or more held it and
+    every other runner held a digest of its own). A poisoned cache (a digest of its
     own) or a bad image's (one its hosts share, a minority) never is; a routine update is, both before
     and after it, so it makes no runner's readings bad. A runner still on the old content hours after
     everyone else moved on is."""
@@ -121,10 +122,16 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
                 for digest, runners in by_slice.get(near, {}).items():
                     holders.setdefault(digest, set()).update(runners)
             reporting = len(set().union(*holders.values()))
+            counts = sorted((len(runners) for runners in holders.values()), reverse=True)
+            # Or the one digest held by more runners than any other, where the rest each hold a
+            # digest of their own: two of four runners poisoned (each its own way) leave the other
+            # two the pool's content.
+            alone_on_top = counts[0] >= 2 and (len(counts) == 1 or counts[1] == 1)
             accepted[(pool, key, at)] = {
                 digest
                 for digest, runners in holders.items()
-                if len(runners) >= 2 and 2 * len(runners) > reporting
+                if len(runners) >= 2
+                and (2 * len(runners) > reporting or (alone_on_top and len(runners) == counts[0]))
             }
     # Bad only where the pool has a digest of its own to differ from.
     held_bad = np.array(

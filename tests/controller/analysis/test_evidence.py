@@ -80,3 +80,24 @@ def test_a_poisoned_cache_is_bad_though_the_same_reading_digests_another_cache()
     frame, who = _cache_frame(digest_of, own_ccache=True)
     poisoned = {(r, t) for r, t in who if r == "linux-4" and t >= DAY0_MS + 16 * HOUR_MS}
     assert _bad_cache(frame, who) == poisoned
+
+
+def test_two_of_four_runners_poisoned_each_their_own_way_are_both_bad() -> None:
+    # Random shape 368 of our simulator: in a pool of four, one runner's cache was poisoned and
+    # another's held bad content of its own. The two healthy runners' digest was held by only half of
+    # those reporting, so the pool had "no digest of its own" and the sick runner's cause went unnamed.
+    steps = 96
+    digest_of = {f"linux-{n}": ["ok"] * steps for n in range(4)}
+    digest_of["linux-2"] = ["ok"] * 64 + ["poisoned"] * (steps - 64)
+    digest_of["linux-3"] = ["stale"] * steps
+    frame, who = _cache_frame(digest_of)
+    poisoned = {(r, t) for r, t in who if r == "linux-2" and t >= DAY0_MS + 16 * HOUR_MS}
+    stale = {(r, t) for r, t in who if r == "linux-3"}
+    assert _bad_cache(frame, who) == poisoned | stale
+
+
+def test_two_digests_held_by_half_the_pool_each_make_no_reading_bad() -> None:
+    # Two runners on one content and two on another: no telling which is the pool's.
+    digest_of = {f"linux-{n}": ["a" if n < 2 else "b"] * 96 for n in range(4)}
+    frame, who = _cache_frame(digest_of)
+    assert _bad_cache(frame, who) == set()
