@@ -98,15 +98,28 @@ def find_outages(
     # Rates "before" a bin deep inside a long outage hold the outage's own start: a second look judges
     # every bin against the rates with the outages found at first left out.
     flagged = _short_bursts(counts, radius, join, config)
+    kept = np.zeros(bins.size, bool)
     for _ in range(2):
         flagged, active, failing = _flag(counts, flagged, radius, join, config)
+        seen = flagged
         flagged = _transient(counts, flagged, radius, join)
+        # The second look may grow a run into what followed it (a bad image rolled out as the
+        # outage ended) and then find its hosts never came back: where it still sees the burst the
+        # first look kept, that stays.
+        flagged |= kept & seen
+        kept = flagged.copy()
     image = frame_cols["image"][idx]
     row_bin = bins[inverse]
     pad = config.outage_pad_bins
+    # What the hosts off an image usually fail: their tests' usual rates, or their own rate before
+    # where that is lower. Tests' rates hold every sick host's and bad image's failures too; a fleet
+    # with several of them "usually" fails a lot, and an outage on its healthy hosts must not look
+    # like their usual.
+    own_before = _host_rate_before(bins[h_bin], h_host, h_obs, h_n, radius)[hinv]
+    usual = np.where(own_before > 0, np.minimum(expected, own_before), expected)
     for start, stop in _runs(bins, flagged, join):
         core = (inverse >= start) & (inverse < stop)
-        beyond, _ = _beyond_one_image(image[core], f[core], expected[core])
+        beyond, _ = _beyond_one_image(image[core], f[core], usual[core])
         if beyond is None:
             # Too little ran off the image in the core to tell: look over all the outage would claim,
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
@@ -114,7 +127,7 @@ def find_outages(
             # fails beyond its tests' usual rates outside the burst too. An image that ran cleanly
             # just before and after is no explanation; the others merely ran at other minutes.
             claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
-            beyond, worst = _beyond_one_image(image[claimed], f[claimed], expected[claimed])
+            beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed])
             reach = 12 * radius
             around = (
                 (image == worst)

@@ -230,6 +230,9 @@ def to_ms_text(text: str) -> int:
         (60, 2),
         (76, 2),
         (121, 1),
+        (324, 1),
+        (357, 1),
+        (437, 1),
     ],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
@@ -266,6 +269,13 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # 121: two bad images and two sick runners keep the fleet far beyond its tests' usual rates all
     # evening, between quieter bins; those runs are its rate, not short bursts to leave out of the
     # rate before, or the next of them is an outage against a clean evening that never was.
+    # 324: a small pool's jobs come in waves 35 minutes apart; an outage's second wave, one host
+    # still failing beside a sick one, is the outage, not a sick pool. 357: only one pool's image ran
+    # during an outage and the other pool's ran cleanly minutes after; an image clean before and after
+    # explains nothing. 437: a bad image rolled out as an outage began and sick runners inflated every
+    # test's usual rate; the healthy hosts off the image failing beyond their own rate before is the
+    # outage reaching them, and a second look that grows the outage into the rollout (whose hosts
+    # never come back) does not undo the first.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
