@@ -118,7 +118,80 @@ def find_clusters(
         for cluster in clusters:
             if cluster.segment.level == name:
                 explained |= in_stretch(level, cluster.segment, bins)
+    clusters += _sick_under_a_bad_image(clusters, levels, frame, usable, bins, badness, cutoff, config)
     return clusters, cutoff, tested
+
+
+def _sick_under_a_bad_image(
+    clusters: list[Cluster],
+    levels: dict[str, Level],
+    frame: Frame,
+    usable: np.ndarray,
+    bins: np.ndarray,
+    badness: Badness,
+    cutoff: float,
+    config: AnalysisConfig,
+) -> list[Cluster]:
+    """Hosts and runners sick on their own while running a bad image: the image's stretch explains
+    every row of its hosts away, so a runner whose memory runs out there fails only beyond what the
+    image does. Judged among the image's rows alone (each test against itself on the image's other
+    hosts), and called only where the entity's own readings name a dimension for its failures."""
+    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    found: list[Cluster] = []
+    judged = {(c.segment.level, c.segment.entity) for c in clusters}
+    # The image already fails a share of its tests, which caps any multiple of it: the excess per
+    # execution and the readings carry the verdict.
+    under_image = config.model_copy(update={"min_ratio": config.under_image_min_ratio})
+    for cluster in [c for c in clusters if c.segment.level == "image"]:
+        image = cluster.segment
+        rows = usable & in_stretch(levels["image"], image, bins)
+        baseline = Baseline(
+            test[rows],
+            bins[rows],
+            fail[rows],
+            radius=config.baseline_radius_bins,
+            peer_strength=config.peer_prior_strength,
+            history_strength=config.history_prior_strength,
+        )
+        for name in ("machine", "runner"):
+            level = levels[name]
+            expected = np.zeros(frame.size)
+            expected[rows] = baseline.expected(
+                entity_name=name,
+                entity=level.entity[rows],
+                peer_name="image",
+                peers=np.zeros(int(rows.sum()), np.int32),
+                reference=np.ones(int(rows.sum()), bool),
+            )
+            segments, _ = scan_entities(name, level.entity, bins, fail, expected, rows, config)
+            for segment in _one_per_entity(segments, fail, expected):
+                if (name, segment.entity) in judged:
+                    continue
+                breadth(segment, test, job, fail, expected)
+                if not is_cluster(segment, cutoff, under_image) or _passing_burst(
+                    segment, level, frame, usable, config
+                ):
+                    continue
+                failed = segment.rows[fail[segment.rows]]
+                reader = "r_runner" if name == "runner" else "r_machine"
+                readings = np.flatnonzero(getattr(frame, reader) == segment.entity)
+                times = frame.time_ms[failed]
+                finding = examine(
+                    frame, badness, readings, failed, int(times.min()), int(times.max()), config
+                )
+                # Its own readings, not the image's: a bad image's hosts all hold its cache digest.
+                others = np.flatnonzero(rows & fail & (level.entity != segment.entity))
+                their_readings = np.flatnonzero(
+                    (frame.r_image == image.entity) & (getattr(frame, reader) != segment.entity)
+                )
+                shared = examine(
+                    frame, badness, their_readings, others, int(times.min()), int(times.max()), config
+                )
+                if finding.dimension in ("unknown", shared.dimension):
+                    continue
+                judged.add((name, segment.entity))
+                found.append(Cluster(segment, expected, ""))
+    return found
 
 
 def _beside_its_own_tests(

@@ -46,6 +46,11 @@ class AnalysisConfig(BaseModel):
     confirmed_min_ratio: float = Field(
         default=2.0, ge=1, description="min_ratio for a runner or host whose readings confirm a dimension"
     )
+    under_image_min_ratio: float = Field(
+        default=1.5,
+        ge=1,
+        description="min_ratio for a runner or host sick on its own under a bad image that already fails a share of its tests",
+    )
     confirmed_min_excess_rate: float = Field(
         default=0.005, description="min_excess_rate for a runner or host whose readings confirm a dimension"
     )
