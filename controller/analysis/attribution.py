@@ -25,7 +25,7 @@ from controller.analysis.clusters import (
     scan_entities,
 )
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.evidence import Badness, examine
+from controller.analysis.evidence import Badness, Finding, examine
 from controller.analysis.frame import Frame
 from controller.analysis.levels import LEVELS, Level, build_levels
 
@@ -172,22 +172,17 @@ def _sick_under_a_bad_image(
                     segment, level, frame, usable, config
                 ):
                     continue
-                failed = segment.rows[fail[segment.rows]]
-                reader = "r_runner" if name == "runner" else "r_machine"
-                readings = np.flatnonzero(getattr(frame, reader) == segment.entity)
-                times = frame.time_ms[failed]
-                finding = examine(
-                    frame, badness, readings, failed, int(times.min()), int(times.max()), config
-                )
+                own = _own_readings_finding(segment, name, frame, badness, config)
                 # Its own readings, not the image's: a bad image's hosts all hold its cache digest.
+                times = frame.time_ms[segment.rows[fail[segment.rows]]]
                 others = np.flatnonzero(rows & fail & (level.entity != segment.entity))
                 their_readings = np.flatnonzero(
-                    (frame.r_image == image.entity) & (getattr(frame, reader) != segment.entity)
+                    (frame.r_image == image.entity) & (_reader(frame, name) != segment.entity)
                 )
                 shared = examine(
                     frame, badness, their_readings, others, int(times.min()), int(times.max()), config
                 )
-                if finding.dimension in ("unknown", shared.dimension):
+                if own.dimension in ("unknown", shared.dimension):
                     continue
                 judged.add((name, segment.entity))
                 found.append(Cluster(segment, expected, ""))
@@ -245,13 +240,23 @@ def _stands(
     )
     if not is_cluster(segment, cutoff, lowered):
         return False
-    rows = segment.rows
-    failed = rows[frame.fail[rows]]
-    reader = "r_runner" if level.name == "runner" else "r_machine"
-    readings = np.flatnonzero(getattr(frame, reader) == segment.entity)
+    return _own_readings_finding(segment, level.name, frame, badness, config).dimension != "unknown"
+
+
+def _reader(frame: Frame, level_name: str) -> np.ndarray:
+    """Per reading: the runner (or host) that sent it, for a runner (or host) level."""
+    reader: np.ndarray = frame.r_runner if level_name == "runner" else frame.r_machine
+    return reader
+
+
+def _own_readings_finding(
+    segment: Segment, level_name: str, frame: Frame, badness: Badness, config: AnalysisConfig
+) -> Finding:
+    """What a runner's or host's own readings say of its failures in the segment."""
+    failed = segment.rows[frame.fail[segment.rows]]
+    readings = np.flatnonzero(_reader(frame, level_name) == segment.entity)
     times = frame.time_ms[failed]
-    finding = examine(frame, badness, readings, failed, int(times.min()), int(times.max()), config)
-    return finding.dimension != "unknown"
+    return examine(frame, badness, readings, failed, int(times.min()), int(times.max()), config)
 
 
 def _all_levels(
