@@ -8,6 +8,8 @@ entities. Where a test has no peers (it only ever runs there), its own rate at o
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 
@@ -20,13 +22,41 @@ def combine(*codes: np.ndarray) -> np.ndarray:
     return key
 
 
+def sorted_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What `np.unique(key, return_inverse=True)` gives for non-negative keys, without its sort where
+    the keys span little more than their count: a presence table read in order gives each key's rank."""
+    if key.size == 0:
+        return key, np.zeros(0, np.int64)
+    span = int(key.max()) + 1
+    if span > 4 * key.size + 1024:
+        unique, inverse = np.unique(key, return_inverse=True)
+        return unique, inverse.ravel()
+    present = np.zeros(span, bool)
+    present[key] = True
+    rank = np.cumsum(present, dtype=np.int32)
+    rank -= 1
+    return np.flatnonzero(present).astype(key.dtype), rank[key].astype(np.int64)
+
+
+def grouped(codes: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """The order of `np.lexsort((within, codes))`: rows grouped by code, by `within` inside a group.
+    Rows already in `within` order (the analysis keeps results in time order) only need a stable
+    sort by code, which numpy does by radix for 16-bit codes, several times faster than lexsort."""
+    in_order = within.size < 2 or bool((within[1:] >= within[:-1]).all())
+    if not in_order or codes.size == 0:
+        return np.lexsort((within, codes))
+    small = int(codes.min()) >= -32768 and int(codes.max()) <= 32767
+    order: np.ndarray = np.argsort(codes.astype(np.int16) if small else codes, kind="stable")
+    return order
+
+
 def unique_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (first, second) pairs of non-negative codes, sorted, as a 2 × k array, and each
     row's pair. One sort of an int64 key: `np.unique(..., axis=1)` sorts rows of a structured view and
     is many times slower on a million rows."""
     span = int(second.max()) + 1 if second.size else 1
-    keys, inverse = np.unique(first.astype(np.int64) * span + second, return_inverse=True)
-    return np.stack([keys // span, keys % span]), inverse.ravel()
+    keys, inverse = sorted_codes(first.astype(np.int64) * span + second)
+    return np.stack([keys // span, keys % span]), inverse
 
 
 class WindowIndex:
@@ -46,8 +76,9 @@ class WindowIndex:
             return
         lo_bin = int(bins.min())
         span = int(bins.max()) - lo_bin + 2 * radius + 2
-        key = group.astype(np.int64) * span + (bins - lo_bin + radius)
-        unique, self.inverse = np.unique(key, return_inverse=True)
+        _groups, group_rank = sorted_codes(group.astype(np.int64))
+        key = group_rank * span + (bins - lo_bin + radius)
+        unique, self.inverse = sorted_codes(key)
         self.cells = int(unique.size)
         self.lo = np.searchsorted(unique, unique - radius, side="left")
         self.hi = np.searchsorted(unique, unique + radius, side="right")
@@ -94,11 +125,40 @@ class Baseline:
         self.radius = radius
         self.peer_strength, self.history_strength = peer_strength, history_strength
         self._indexes: dict[str, WindowIndex] = {}
+        self._memo_key: bytes = b""
+        self._memo: dict[str, tuple[np.ndarray, ...]] = {}
 
     def _index(self, name: str, *codes: np.ndarray) -> WindowIndex:
         found = self._indexes.get(name)
         if found is None:
             found = self._indexes[name] = WindowIndex(combine(*codes), self.bins, self.radius)
+        return found
+
+    def _reference_sums(
+        self, peer_name: str, peers: np.ndarray, reference: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """The sums every level shares for one reference: the test near in time fleet-wide, at other
+        times, and among the peers. Kept for the last reference asked, since one round judges every
+        level against the same reference."""
+        digest = hashlib.blake2b(np.packbits(reference).tobytes(), digest_size=16).digest()
+        if self._memo_key != digest:
+            self._memo_key, self._memo = digest, {}
+        found = self._memo.get(peer_name)
+        if found is not None:
+            return found
+        ones = reference.astype(float)
+        f = self.fail * ones
+        overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
+        # Each estimate leans on a broader one where it is thin: the entity's peers near in time,
+        # then the whole fleet near in time, then the test at other times.
+        by_test = self._index("test", self.test)
+        near_f, near_n = by_test.near(f), by_test.near(ones)
+        other_f = by_test.total(f) - near_f
+        other_n = by_test.total(ones) - near_n
+        history = (other_f + self.history_strength * overall) / (other_n + self.history_strength)
+        among_peers = self._index(f"peers:{peer_name}", peers, self.test)
+        found = (near_f, near_n, history, among_peers.near(f), among_peers.near(ones))
+        self._memo[peer_name] = found
         return found
 
     def expected(
@@ -116,25 +176,13 @@ class Baseline:
         runner, machine or image; the whole fleet for a pool). Only `reference` rows feed the rates,
         so executions already known to be inside a cluster do not inflate their peers' expectations.
         """
+        near_f, near_n, history, peer_f, peer_n = self._reference_sums(peer_name, peers, reference)
+        # The entity itself is always left out: its own failures must not explain themselves.
         ones = reference.astype(float)
         f = self.fail * ones
-        overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
-
-        # Each estimate leans on a broader one where it is thin: the entity's peers near in time,
-        # then the whole fleet near in time, then the test at other times.
-        by_test = self._index("test", self.test)
-        near_f, near_n = by_test.near(f), by_test.near(ones)
-        other_f = by_test.total(f) - near_f
-        other_n = by_test.total(ones) - near_n
-        history = (other_f + self.history_strength * overall) / (other_n + self.history_strength)
-
-        # The entity itself is always left out: its own failures must not explain themselves.
-        among_peers = self._index(f"peers:{peer_name}", peers, self.test)
         own = self._index(f"own:{peer_name}:{entity_name}", peers, entity, self.test)
         own_f, own_n = own.near(f), own.near(ones)
         fleet = (near_f - own_f + self.history_strength * history) / (near_n - own_n + self.history_strength)
-        peer_f = among_peers.near(f) - own_f
-        peer_n = among_peers.near(ones) - own_n
-        probability = (peer_f + self.peer_strength * fleet) / (peer_n + self.peer_strength)
+        probability = (peer_f - own_f + self.peer_strength * fleet) / (peer_n - own_n + self.peer_strength)
         clipped: np.ndarray = np.clip(probability, 1e-6, 1 - 1e-6)
         return clipped

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from controller.analysis.baseline import grouped
 from controller.analysis.config import AnalysisConfig
 
 
@@ -72,20 +73,28 @@ def scan_entities(
     idx = np.flatnonzero(usable & (entity >= 0))
     if idx.size == 0:
         return [], 0
-    order = idx[np.lexsort((bins[idx], entity[idx]))]
-    ent_sorted = entity[order]
-    starts = np.flatnonzero(np.concatenate([[True], ent_sorted[1:] != ent_sorted[:-1]]))
+    order = idx[grouped(entity[idx], bins[idx])]
+    ent_sorted, bins_sorted, fail_sorted = entity[order], bins[order], fail[order]
+    new_entity = np.concatenate([[True], ent_sorted[1:] != ent_sorted[:-1]])
+    starts = np.flatnonzero(new_entity)
     ends = np.concatenate([starts[1:], [order.size]])
+    failures = np.add.reduceat(fail_sorted.astype(np.int64), starts)
+    # Every entity's (entity, bin) cells at once; an entity's cells are one contiguous run.
+    new_cell = new_entity | np.concatenate([[True], bins_sorted[1:] != bins_sorted[:-1]])
+    cell = np.cumsum(new_cell) - 1
+    cell_bins = bins_sorted[new_cell]
+    cell_obs = np.bincount(cell, weights=fail_sorted.astype(float))
+    cell_exp = np.bincount(cell, weights=expected[order])
     log_r = math.log(config.alternative_ratio)
     segments: list[Segment] = []
-    for s, e in zip(starts, ends, strict=True):
-        rows = order[s:e]
-        if int(fail[rows].sum()) < config.min_failures:
+    for s, e, failed in zip(starts, ends, failures, strict=True):
+        if int(failed) < config.min_failures:
             continue
-        b = bins[rows]
-        unique_bins, inverse = np.unique(b, return_inverse=True)
-        obs = np.bincount(inverse, weights=fail[rows].astype(float))
-        exp = np.bincount(inverse, weights=expected[rows])
+        rows = order[s:e]
+        first_cell, last_cell = int(cell[s]), int(cell[e - 1]) + 1
+        unique_bins = cell_bins[first_cell:last_cell]
+        inverse = cell[s:e] - first_cell
+        obs, exp = cell_obs[first_cell:last_cell], cell_exp[first_cell:last_cell]
         score = obs * log_r - (config.alternative_ratio - 1) * exp
         available = np.ones(unique_bins.size, bool)
         for _ in range(config.max_segments_per_entity):
@@ -94,8 +103,7 @@ def scan_entities(
                 break
             a, z = found
             available[a : z + 1] = False
-            in_segment = (inverse >= a) & (inverse <= z)
-            seg_rows = rows[in_segment]
+            seg_rows = rows[np.searchsorted(inverse, a) : np.searchsorted(inverse, z, side="right")]
             o, x, n = float(obs[a : z + 1].sum()), float(exp[a : z + 1].sum()), int(seg_rows.size)
             p = exact_p(o, n, x)
             penalty = unique_bins.size
@@ -123,8 +131,9 @@ def max_segment(score: np.ndarray) -> tuple[int, int] | None:
     """Kadane's maximum-sum contiguous run; None when no run has a positive sum."""
     best, best_range = 0.0, None
     running, start = 0.0, 0
-    for i, value in enumerate(score):
-        if value == -np.inf:
+    # Plain floats: the same IEEE sums as numpy's scalars, without boxing each element.
+    for i, value in enumerate(score.tolist()):
+        if value == -math.inf:
             running, start = 0.0, i + 1
             continue
         if running <= 0:

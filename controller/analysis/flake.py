@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats
 
 from common.timeutil import iso
+from controller.analysis.baseline import grouped
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
@@ -49,7 +50,7 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
     rows = np.flatnonzero(inputs.selected)
     if rows.size == 0:
         return []
-    rows = rows[np.lexsort((frame.time_ms[rows], frame.cols["test"][rows]))]
+    rows = rows[grouped(frame.cols["test"][rows], frame.time_ms[rows])]
     test = frame.cols["test"][rows]
     starts = np.flatnonzero(np.concatenate([[True], test[1:] != test[:-1]]))
     ends = np.concatenate([starts[1:], [rows.size]])

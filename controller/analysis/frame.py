@@ -274,7 +274,7 @@ class Frame:
             .order_by(t.c.id)
             .limit(limit)
         )
-        rows = conn.execute(query).all()
+        rows = _fetch_plain(conn, query)
         if not rows:
             return 0
         self.last_reading_id = int(rows[-1][0])
@@ -283,32 +283,26 @@ class Frame:
 
     def append_readings(self, rows: Sequence[Sequence[Any]]) -> None:
         """Rows as (id, observed_ms, runner, machine, pool, image, check, status, data as JSON text)."""
+        n = len(rows)
         base = self.r_time_ms.size
-        values = {c: np.full(len(rows), np.nan) for c in READING_COLUMNS}
+        values = {c: np.full(n, np.nan) for c in READING_COLUMNS}
         cache_rows: list[tuple[int, int, int]] = []
-        for i, row in enumerate(rows):
-            data = json.loads(row[8])
-            values["problem"][i] = 1.0 if row[7] == "problem" else 0.0
-            _flatten(row[6], data, values, i, cache_rows, base, self.codes)
-        self.r_time_ms = np.concatenate(
-            [self.r_time_ms, np.fromiter((r[1] for r in rows), np.int64, len(rows))]
-        )
-        for name, offset in (("r_runner", 2), ("r_machine", 3), ("r_pool", 4), ("r_image", 5)):
-            column = {"r_runner": "runner", "r_machine": "machine", "r_pool": "pool", "r_image": "image"}[
-                name
-            ]
-            code = self.codes[column].code
-            setattr(
-                self,
-                name,
-                np.concatenate(
-                    [getattr(self, name), np.fromiter((code(r[offset]) for r in rows), np.int32, len(rows))]
-                ),
-            )
-        check = self.codes["check"].code
-        self.r_check = np.concatenate(
-            [self.r_check, np.fromiter((check(r[6]) for r in rows), np.int32, len(rows))]
-        )
+        checks = list(map(itemgetter(6), rows))
+        for i, (check, data) in enumerate(
+            zip(checks, map(json.loads, map(itemgetter(8), rows)), strict=True)
+        ):
+            _flatten(check, data, values, i, cache_rows, base, self.codes)
+        values["problem"] = np.fromiter(map("problem".__eq__, map(itemgetter(7), rows)), float, n)
+        self.r_time_ms = np.concatenate([self.r_time_ms, np.fromiter(map(itemgetter(1), rows), np.int64, n)])
+        for name, column, offset in (
+            ("r_runner", "runner", 2),
+            ("r_machine", "machine", 3),
+            ("r_pool", "pool", 4),
+            ("r_image", "image", 5),
+        ):
+            codes = self.codes[column].codes_of(map(itemgetter(offset), rows), n)
+            setattr(self, name, np.concatenate([getattr(self, name), codes]))
+        self.r_check = np.concatenate([self.r_check, self.codes["check"].codes_of(checks, n)])
         for name in READING_COLUMNS:
             self.r_values[name] = np.concatenate([self.r_values[name], values[name]])
         if cache_rows:
