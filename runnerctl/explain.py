@@ -213,3 +213,8 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
         )
     for outage in data["outages"]:
         _line(f"  {outage['id']}: fleet outage {outage['start']} to {outage['end']}")
+    for burst in data.get("bursts", []):
+        _line(
+            f"  {burst['id']}: burst on {burst['kind']}/{burst['entity']} {burst['start']} to {burst['end']}, "
+            "many tests failing there at once, then clean runs"
+        )

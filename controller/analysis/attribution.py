@@ -45,10 +45,32 @@ class Cluster:
     child_note: str
 
 
+@dataclass(frozen=True)
+class Burst:
+    """Many tests failing on one entity within about an outage's length, after which it ran cleanly:
+    no sick entity, and no fault of the tests either. Its failures are kept out of flake scores."""
+
+    level: str
+    entity: int
+    start_ms: int  # the burst's first and last failure
+    end_ms: int
+    failures: int  # over the scanned stretch that held it
+    executions: int
+
+
+@dataclass
+class Clusters:
+    clusters: list[Cluster]
+    bursts: list[Burst]
+    cutoff: float  # Benjamini-Hochberg's bar
+    tested: int  # hypotheses
+
+
 def find_clusters(
     frame: Frame, usable: np.ndarray, bins: np.ndarray, badness: Badness, config: AnalysisConfig
-) -> tuple[list[Cluster], float, int]:
-    """Clusters attributed to the right level; also the BH p-value cutoff and the number of tests."""
+) -> Clusters:
+    """Clusters attributed to the right level, the bursts that were no cluster, the BH p-value cutoff
+    and the number of tests."""
     levels = build_levels(frame, usable)
     test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
     rates = _Rates(frame, usable, bins, config)
@@ -62,6 +84,7 @@ def find_clusters(
     cutoff = bh_cutoff(p_values, tested, config.fdr_q)
 
     clusters: list[Cluster] = []
+    bursts: list[Burst] = []
     explained = np.zeros(frame.size, bool)
     for name in LEVELS:
         level = levels[name]
@@ -80,7 +103,9 @@ def find_clusters(
                 if beside is None:
                     continue
                 segment = beside
-            if _passing_burst(segment, level, frame, usable, config):
+            burst = _passing_burst(segment, level, frame, usable, config)
+            if burst is not None:
+                bursts.append(burst)
                 continue
             note, common_onset = _spread_over_children(
                 segment, level, frame, usable, expected, badness, cutoff, config
@@ -119,7 +144,7 @@ def find_clusters(
             if cluster.segment.level == name:
                 explained |= in_stretch(level, cluster.segment, bins)
     clusters += _sick_under_a_bad_image(clusters, levels, frame, usable, bins, badness, cutoff, config)
-    return clusters, cutoff, tested
+    return Clusters(clusters, bursts, cutoff, tested)
 
 
 def _sick_under_a_bad_image(
@@ -168,8 +193,8 @@ def _sick_under_a_bad_image(
                 if (name, segment.entity) in judged:
                     continue
                 breadth(segment, test, job, fail, expected)
-                if not is_cluster(segment, cutoff, under_image) or _passing_burst(
-                    segment, level, frame, usable, config
+                if not is_cluster(segment, cutoff, under_image) or (
+                    _passing_burst(segment, level, frame, usable, config) is not None
                 ):
                     continue
                 own = _own_readings_finding(segment, name, frame, badness, config)
@@ -423,24 +448,27 @@ def _scan(
 
 def _passing_burst(
     segment: Segment, level: Level, frame: Frame, usable: np.ndarray, config: AnalysisConfig
-) -> bool:
-    """True when most of the failures (four in five: a stray one hours earlier does not count) fell
-    within `burst_max_s` (about as long as an outage lasts) and the entity then ran cleanly: a burst it shared with whatever failed at
-    that moment (an outage too small or too sparse to see fleet-wide), not a sick entity. A sick
-    runner keeps failing; one whose burst is the end of the data so far is still judged on it."""
+) -> Burst | None:
+    """The burst, when most of the failures (four in five: a stray one hours earlier does not count)
+    fell within `burst_max_s` (about as long as an outage lasts) and the entity then ran cleanly: a
+    burst it shared with whatever failed at that moment (an outage too small or too sparse to see
+    fleet-wide), not a sick entity. A sick runner keeps failing; one whose burst is the end of the
+    data so far is still judged on it."""
     times = np.sort(frame.time_ms[segment.rows[frame.fail[segment.rows]]])
     most = max(1, math.ceil(0.8 * times.size))
     widths = times[most - 1 :] - times[: times.size - most + 1]
     start = int(np.argmin(widths))
     if widths[start] > config.burst_max_s * 1000:
-        return False
+        return None
     window_end = int(times[start]) + config.burst_max_s * 1000
     last = int(times[times <= window_end].max())
     later = np.flatnonzero((level.entity == segment.entity) & usable & (frame.time_ms > last))
     later = later[np.argsort(frame.time_ms[later], kind="stable")]
     failing = np.flatnonzero(frame.fail[later])
     clean_run = int(failing[0]) if failing.size else int(later.size)
-    return clean_run >= config.resolve_after_executions
+    if clean_run < config.resolve_after_executions:
+        return None
+    return Burst(segment.level, segment.entity, int(times[start]), last, segment.failures, segment.executions)
 
 
 def _spread_over_children(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from common.timeutil import iso, to_ms
-from controller.analysis.attribution import find_clusters, in_stretch
+from controller.analysis.attribution import Burst, find_clusters, in_stretch
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
 from controller.analysis.flake import FlakeInputs, score_tests
@@ -29,6 +29,7 @@ class Analysis:
     as_of_ms: int
     incidents: list[dict[str, Any]] = field(default_factory=list)
     outages: list[dict[str, Any]] = field(default_factory=list)
+    bursts: list[dict[str, Any]] = field(default_factory=list)  # see attribution.Burst
     health: dict[str, dict[str, Any]] = field(default_factory=dict)
     tests: list[dict[str, Any]] = field(default_factory=list)
     discount: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
@@ -60,7 +61,8 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     usable = selected & ~in_outage
 
     badness = judge_readings(frame, config)
-    clusters, cutoff, tested = find_clusters(frame, usable, bins, badness, config)
+    found = find_clusters(frame, usable, bins, badness, config)
+    clusters, cutoff, tested = found.clusters, found.cutoff, found.tested
     levels = build_levels(frame, usable)
     incidents = []
     discount = np.full(frame.size, -1, np.int32)
@@ -91,6 +93,18 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         inside = selected & (frame.time_ms >= outage.start_ms) & (frame.time_ms < outage.end_ms)
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
+    burst_dicts = []
+    for number, burst in enumerate(found.bursts, start=1):
+        burst_id = f"burst-{number}"
+        burst_dicts.append(_burst_dict(burst_id, burst, frame))
+        inside = (
+            selected
+            & (levels[burst.level].entity == burst.entity)
+            & (frame.time_ms >= burst.start_ms)
+            & (frame.time_ms <= burst.end_ms)
+        )
+        reasons.append(burst_id)
+        discount[inside & (discount < 0)] = len(reasons) - 1
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
 
     resource_bad = _resource_pressure(frame, badness, config)
@@ -99,6 +113,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         as_of_ms=as_of,
         incidents=incidents,
         outages=outage_dicts,
+        bursts=burst_dicts,
         health=_health(frame, incidents, badness, as_of, config),
         tests=tests,
         discount=discount,
@@ -120,6 +135,18 @@ def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
         "expected": round(outage.expected, 2),
         "runners_failing": outage.runners_failing,
         "runners_active": outage.runners_active,
+    }
+
+
+def _burst_dict(burst_id: str, burst: Burst, frame: Frame) -> dict[str, Any]:
+    return {
+        "id": burst_id,
+        "kind": burst.level,
+        "entity": frame.name(burst.level, burst.entity),
+        "start": iso(burst.start_ms),
+        "end": iso(burst.end_ms),
+        "failures": burst.failures,
+        "executions": burst.executions,
     }
 
 

@@ -163,5 +163,6 @@ def explain_test(frame: Frame, analysis: Analysis, test_id: str) -> dict[str, An
             if score and i["id"] in score["discounted_by"]
         },
         "outages": [o for o in analysis.outages if score and o["id"] in score["discounted_by"]],
+        "bursts": [b for b in analysis.bursts if score and b["id"] in score["discounted_by"]],
         "as_of": iso(analysis.as_of_ms),
     }

@@ -158,6 +158,7 @@ class AnalysisService:
         body = {
             "incidents": analysis.incidents,
             "outages": analysis.outages,
+            "bursts": analysis.bursts,
             "health": analysis.health,
             "tests": analysis.tests,
             "bh_cutoff": analysis.bh_cutoff,
@@ -199,6 +200,7 @@ class AnalysisService:
                     as_of_ms=key[2],
                     incidents=body["incidents"],
                     outages=body["outages"],
+                    bursts=body.get("bursts", []),  # absent from snapshots stored before bursts were
                     health=body["health"],
                     tests=body["tests"],
                     bh_cutoff=body["bh_cutoff"],

@@ -518,6 +518,19 @@ def test_a_burst_the_runner_ran_cleanly_after_is_not_a_sick_runner() -> None:
     assert analyse(_four_workers({4, 5})).incidents == []
 
 
+def test_a_burst_the_runner_ran_cleanly_after_is_not_charged_to_its_tests() -> None:
+    # Nine tests failing together on w2 for twenty minutes are one event on the runner, not two
+    # failures of each test: they are kept out of every test's score, and named as the burst.
+    analysis = analyse(_four_workers({4, 5}))
+    ((burst,),) = [analysis.bursts]
+    assert (burst["kind"], burst["entity"], burst["failures"]) == ("runner", "w2", 18)
+    scores = analysis.tests_by_id()
+    for test in range(9):
+        score = scores[f"tests/test_suite.py::test_{test}"]
+        assert (score["failures"], score["counted_failures"]) == (2, 0)
+        assert score["discounted_by"] == {burst["id"]: 2}
+
+
 def test_the_same_burst_at_the_end_of_the_data_is_judged() -> None:
     # Nothing has run on w2 since its burst: it may be sick now, so it is judged on what there is.
     analysis = analyse(_four_workers({34, 35}))

@@ -283,3 +283,14 @@ def test_a_flaky_test_keeps_the_failures_from_before_its_runner_went_sick() -> N
     fleet = simulate(random_scenario(49), seed=1)
     analysis = analyse(frame_of(fleet))
     assert verdicts(analysis, "flaky") == set(fleet.truth.flaky_tests)
+
+
+def test_an_outage_that_reached_one_healthy_runner_of_four_makes_no_test_flaky() -> None:
+    # Random fleet 502: a static pool of four, one runner sick, and an outage that reached only one
+    # of the three healthy runners. One runner of four is no outage to see, and it ran cleanly after:
+    # a burst, not a sick runner. Its failures made 21 healthy tests flaky until bursts were
+    # discounted like outages.
+    fleet = simulate(random_scenario(502), seed=1)
+    analysis = analyse(frame_of(fleet))
+    assert verdicts(analysis, "flaky") <= fleet.truth.flaky_tests
+    assert {(b["kind"], b["entity"]) for b in analysis.bursts} == {("runner", "alpha-01")}
