@@ -276,10 +276,11 @@ def _flag(
             core[run] = candidate[run] & clearly_beyond[run]
             flagged[run] |= core[run]
     # An outage's edges are weaker than its core: grow each core over neighbouring bins that are
-    # still clearly elevated. Neighbouring: with data at most 15 minutes apart, since jobs report
-    # when they end and the first minutes of an outage may reach one host's jobs alone.
+    # still clearly elevated. Neighbouring: with data at most 20 minutes apart (one job's length in
+    # a busy pool), since jobs report when they end and the first minutes of an outage may reach one
+    # host's jobs alone.
     edge = (observed >= 1.5 * expect) & (p < 0.05) & (failing >= 1)
-    near = np.diff(bins) <= 3
+    near = np.diff(bins) <= 4
     for _ in range(4):
         grown = flagged.copy()
         grown[1:] |= flagged[:-1] & edge[1:] & near
