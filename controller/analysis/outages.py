@@ -72,6 +72,17 @@ def find_outages(
     h_bin[hinv] = inverse
     h_host = np.zeros(unique_hosts.size, np.int64)
     h_host[hinv] = host
+    # Each test's usual rate on the hosts not already failing a lot: where sick hosts or a bad image
+    # run half the fleet, every test "usually" fails often, and the healthy hosts' burst in an outage
+    # is no multiple of that. The hosts still clean show it against what they usually fail.
+    own_before = _host_rate_before(bins[h_bin], h_host, h_obs, h_n, radius)[hinv]
+    clean = own_before < config.outage_saturated_rate
+    clean_f, clean_n = f * clean, clean.astype(float)
+    clean_overall = (clean_f.sum() + 1) / (clean_n.sum() + 2)
+    expected_clean = (by_test.total(clean_f) - by_test.near(clean_f) + strength * clean_overall) / (
+        by_test.total(clean_n) - by_test.near(clean_n) + strength
+    )
+    h_exp_clean = np.bincount(hinv, weights=expected_clean)
     failed_pairs, _ = unique_pairs(inverse[f > 0], tst[f > 0])
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
     near = _hosts_near(bins, h_bin, h_host, radius)
@@ -89,6 +100,7 @@ def find_outages(
         h_host,
         h_obs,
         h_exp,
+        h_exp_clean,
         h_n,
         near,
         pool_of_host,
@@ -115,7 +127,6 @@ def find_outages(
     # where that is lower. Tests' rates hold every sick host's and bad image's failures too; a fleet
     # with several of them "usually" fails a lot, and an outage on its healthy hosts must not look
     # like their usual.
-    own_before = _host_rate_before(bins[h_bin], h_host, h_obs, h_n, radius)[hinv]
     usual = np.where(own_before > 0, np.minimum(expected, own_before), expected)
     for start, stop in _runs(bins, flagged, join):
         core = (inverse >= start) & (inverse < stop)
@@ -156,6 +167,7 @@ class _Counts:
     h_host: np.ndarray
     h_obs: np.ndarray
     h_exp: np.ndarray
+    h_exp_clean: np.ndarray  # the same from each test's usual rate on hosts not failing a lot
     h_n: np.ndarray
     hosts_near: np.ndarray  # per bin: hosts with data within `radius` bins of it
     pool_of_host: np.ndarray  # per host code: its pool's code
@@ -210,7 +222,15 @@ def _flag(
     # in it: judge each host over the bin and its neighbours (± 1 bin) instead.
     keep = ~excluded[h_bin]
     host_bins, unsaturated_excess = _hosts_bursting(
-        bins, h_bin, counts.h_host, h_obs, counts.h_exp, h_n, (h_obs * keep, h_n * keep), radius, config
+        bins,
+        h_bin,
+        counts.h_host,
+        h_obs,
+        (counts.h_exp, counts.h_exp_clean),
+        h_n,
+        (h_obs * keep, h_n * keep),
+        radius,
+        config,
     )
     active = np.bincount(host_bins.position, weights=host_bins.active, minlength=bins.size)[: bins.size]
     failing = np.bincount(host_bins.position, weights=host_bins.bursting, minlength=bins.size)[: bins.size]
@@ -460,15 +480,17 @@ def _hosts_bursting(
     h_bin: np.ndarray,
     h_host: np.ndarray,
     h_obs: np.ndarray,
-    h_exp: np.ndarray,
+    h_exp: tuple[np.ndarray, np.ndarray],
     h_n: np.ndarray,
     before: tuple[np.ndarray, np.ndarray],
     radius: int,
     config: AnalysisConfig,
 ) -> tuple[_HostBins, np.ndarray]:
     """Per (host, bin) pair: was the host active in the bin or next to it, and did it burst; per bin,
-    whether the hosts not already failing a lot failed, together, beyond their tests' usual rates.
-    `before` is (failures, executions) per (host, bin) pair as the rates before a bin may count them."""
+    whether the hosts not already failing a lot failed, together, beyond their tests' usual rates on
+    such hosts. `h_exp` is the expected failures per pair from each test's usual rate on every host,
+    and on the hosts not failing a lot; `before` is (failures, executions) per (host, bin) pair as the
+    rates before a bin may count them."""
     absolute = bins[h_bin].astype(np.int64)
     order = np.lexsort((absolute, h_host))
     host_sorted, bin_sorted = h_host[order].astype(np.int64), absolute[order]
@@ -476,7 +498,7 @@ def _hosts_bursting(
     key = host_sorted * span + bin_sorted
     cum = {
         name: np.concatenate([[0.0], np.cumsum(values[order])])
-        for name, values in (("o", h_obs), ("e", h_exp), ("n", h_n))
+        for name, values in (("o", h_obs), ("e", h_exp[0]), ("clean", h_exp[1]), ("n", h_n))
     }
     around = _host_rate_before(absolute, h_host, before[0], before[1], radius)[order]
     # Every (host, bin) pair with data speaks for the bins next to it too.
@@ -513,7 +535,7 @@ def _hosts_bursting(
     unsaturated = known & (rate_before < config.outage_saturated_rate)
     sums = [
         np.bincount(position[unsaturated], weights=w[name][unsaturated], minlength=bins.size)[: bins.size]
-        for name in ("o", "e")
+        for name in ("o", "clean")
     ]
     excess = sums[0] >= np.maximum(2.0, config.outage_min_ratio * sums[1])
     return host_bins, excess

@@ -235,6 +235,7 @@ def to_ms_text(text: str) -> int:
         (437, 1),
         (405, 1),
         (523, 1),
+        (595, 1),
     ],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
@@ -282,6 +283,9 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # fails twice what the image does, and its readings say why.
     # 523: jobs take twenty minutes, and an outage's first minutes reached one host's last job
     # before a quiet gap; that host's failures are the outage's edge, not a runner sick for them.
+    # 595: half the pool on a bad image and a sick runner make every test fail one run in ten
+    # fleet-wide; the healthy hosts' outage is no triple of that, but it is of what those tests fail
+    # on hosts still clean. It was missed, and the healthy image was called sick for it.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
