@@ -135,8 +135,9 @@ def find_outages(
             # Too little ran off the image in the core to tell: look over all the outage would claim,
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
             # cleanly minutes off the core are the evidence against it — but only where the image
-            # fails beyond its tests' usual rates outside the burst too. An image that ran cleanly
-            # just before and after is no explanation; the others merely ran at other minutes.
+            # fails beyond its tests' usual rates outside the burst too (on more than one host: a
+            # sick runner on it is its own trouble). An image that ran cleanly just before and after
+            # is no explanation; the others merely ran at other minutes.
             claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
             beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed])
             reach = 12 * radius
@@ -146,7 +147,9 @@ def find_outages(
                 & (row_bin >= bins[start] - pad - reach)
                 & (row_bin <= bins[stop - 1] + pad + reach)
             )
-            if beyond is False and _fails_as_usual(f[around], expected[around]):
+            if beyond is False and _fails_as_usual(
+                *_without_worst_host(f[around], expected[around], host[around])
+            ):
                 beyond = True
         if beyond is False:
             flagged[start:stop] = False
@@ -419,6 +422,18 @@ def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarra
     others = which != worst
     usual = _fails_as_usual(failed[others], expected[others])
     return (None if usual is None else not usual), int(images[worst])
+
+
+def _without_worst_host(
+    failed: np.ndarray, expected: np.ndarray, host: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The executions of every host but the one with the most excess: one sick host on an image is
+    that host's trouble, not the image's."""
+    hosts, which = np.unique(host, return_inverse=True)
+    if hosts.size < 2:
+        return failed, expected
+    keep = which != int(np.argmax(np.bincount(which, weights=failed - expected)))
+    return failed[keep], expected[keep]
 
 
 def _fails_as_usual(failed: np.ndarray, expected: np.ndarray) -> bool | None:
