@@ -65,6 +65,13 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
         + (" (on probation)" if on_probation else "")
     )
     _line(f"As of:     {data['as_of']}")
+    for burst in data.get("bursts", []):
+        _line()
+        _line(
+            f"Burst {burst['id']}: {burst['kind']}/{burst['entity']}, {burst['failures']} failures in "
+            f"{burst['executions']} executions, most from {burst['start']} to {burst['end']}; it ran cleanly after: "
+            "no verdict, and the burst's failures are not charged to the tests"
+        )
     for incident in data["incidents"]:
         stats = incident["statistics"]
         evidence = incident["evidence"]

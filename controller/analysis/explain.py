@@ -37,6 +37,8 @@ def explain_runner(
         or (i["kind"] == "image" and i["entity"] in images)
         or (i["kind"] == "pool" and i["entity"] == pool)
     ]
+    mine = {("runner", runner_id), ("machine", machine), ("pool", pool)} | {("image", i) for i in images}
+    bursts = [b for b in analysis.bursts if (b["kind"], b["entity"]) in mine]
     health = analysis.health.get(runner_id, {"health": "healthy", "dimension": None, "warnings": []})
     if related:
         focus = related[-1]
@@ -55,6 +57,7 @@ def explain_runner(
         "pool": pool,
         "health": health,
         "incidents": related,
+        "bursts": bursts,
         "window": {"start": iso(start), "end": iso(end)},
         "pivot": {
             "runner": pivot(frame, peers, "runner"),
@@ -62,7 +65,7 @@ def explain_runner(
             "image": pivot(frame, peers, "image"),
             "shard": pivot(frame, peers, "shard"),
         },
-        "what_would_flip": _flip(focus, health, config),
+        "what_would_flip": _flip(focus, health, config) + [_burst_note(b, config) for b in bursts],
         "as_of": iso(analysis.as_of_ms),
     }
 
@@ -100,6 +103,14 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
     return [
         f"resolved: {incident.get('resolution') or 'ran at the expected failure rate since the stretch ended'}"
     ]
+
+
+def _burst_note(burst: dict[str, Any], config: AnalysisConfig) -> str:
+    return (
+        f"{burst['id']} on {burst['kind']}/{burst['entity']} ({burst['start']} to {burst['end']}) is no verdict: "
+        f"{config.resolve_after_executions}+ executions passed after it, so whatever failed then passed; "
+        "failing again like that, or going on failing, would be judged"
+    )
 
 
 def _clean_run(config: AnalysisConfig, stats: dict[str, Any], where: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.servers import REPO, Controller, runnerctl_cmd, running_controller
 from tests.sim import Fleet, simulate
+from tests.sim.random_fleet import random_scenario
 from tests.sim.scenarios import seed_story
 
 
@@ -151,3 +152,29 @@ def _state_file_for(path: Path, state_home: Path) -> Path:
             del os.environ["XDG_STATE_HOME"]
         else:
             os.environ["XDG_STATE_HOME"] = old
+
+
+def test_a_burst_is_explained_where_an_operator_looks(tmp_path: Path) -> None:
+    # Random fleet 502: an outage reached one healthy runner of four (alpha-01), which failed most
+    # tests it ran for forty minutes and then ran cleanly. The operator asking why it was not drained,
+    # or why those tests are not flaky, is told about the burst.
+    fleet = simulate(random_scenario(502), seed=1)
+    history = tmp_path / "history.ndjson"
+    history.write_text("".join(line + "\n" for line in fleet.ndjson_lines()))
+    with running_controller(tmp_path, env={"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0"}) as controller:
+        assert ctl(controller, "import", str(history), state=tmp_path / "state").returncode == 0
+        runner = ctl(controller, "explain", "runner", "alpha-01")
+        assert runner.returncode == 0, runner.stderr
+        assert "Health:    healthy" in runner.stdout
+        assert "Burst burst-1: runner/alpha-01" in runner.stdout
+        assert "burst-1 on runner/alpha-01" in runner.stdout  # what would make it a verdict
+        tests = json.loads(ctl(controller, "get", "tests", "-o", "json").stdout)
+        hit = next(
+            t["test_id"]
+            for t in tests
+            if "burst-1" in t["discounted_by"] and t["test_id"] not in fleet.truth.flaky_tests
+        )
+        explained = ctl(controller, "explain", "test", hit)
+        assert explained.returncode == 0, explained.stderr
+        assert "burst-1: burst on runner/alpha-01" in explained.stdout
+        assert "Verdict:   healthy" in explained.stdout
