@@ -170,14 +170,7 @@ def _sick_under_a_bad_image(
     for cluster in [c for c in clusters if c.segment.level == "image"]:
         image = cluster.segment
         rows = usable & in_stretch(levels["image"], image, bins)
-        baseline = Baseline(
-            test[rows],
-            bins[rows],
-            fail[rows],
-            radius=config.baseline_radius_bins,
-            peer_strength=config.peer_prior_strength,
-            history_strength=config.history_prior_strength,
-        )
+        baseline = _baseline_over(frame, rows, bins, config)
         for name in ("machine", "runner"):
             level = levels[name]
             expected = np.zeros(frame.size)
@@ -400,19 +393,24 @@ def _from(segment: Segment, first_bin: int, frame: Frame, bins: np.ndarray, expe
     return trimmed
 
 
+def _baseline_over(frame: Frame, rows: np.ndarray, bins: np.ndarray, config: AnalysisConfig) -> Baseline:
+    """Expected failure probabilities judged among the selected rows only."""
+    return Baseline(
+        frame.cols["test"][rows],
+        bins[rows],
+        frame.fail[rows],
+        radius=config.baseline_radius_bins,
+        peer_strength=config.peer_prior_strength,
+        history_strength=config.history_prior_strength,
+    )
+
+
 class _Rates:
     """The baseline over the usable rows of one pass, shared by every level and every re-scan."""
 
     def __init__(self, frame: Frame, usable: np.ndarray, bins: np.ndarray, config: AnalysisConfig) -> None:
         self.rows = usable
-        self.baseline = Baseline(
-            frame.cols["test"][usable],
-            bins[usable],
-            frame.fail[usable],
-            radius=config.baseline_radius_bins,
-            peer_strength=config.peer_prior_strength,
-            history_strength=config.history_prior_strength,
-        )
+        self.baseline = _baseline_over(frame, usable, bins, config)
 
     def expected(self, level: Level, reference: np.ndarray) -> np.ndarray:
         """Per row of the frame (zero outside the usable rows): its failure probability if healthy."""

@@ -104,6 +104,18 @@ class WindowIndex:
         return total
 
 
+def rate_elsewhere(
+    index: WindowIndex, failed: np.ndarray, ran: np.ndarray, strength: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: its group's failures and executions within ± radius bins, and the group's failure
+    rate at other times, leaning on the rate over every row (by `strength` executions' worth) where
+    the group ran little then."""
+    overall = (failed.sum() + 1.0) / (ran.sum() + 2.0)
+    near_f, near_n = index.near(failed), index.near(ran)
+    rate = (index.total(failed) - near_f + strength * overall) / (index.total(ran) - near_n + strength)
+    return near_f, near_n, rate
+
+
 class Baseline:
     """Expected failure probabilities over one fixed set of rows, for any entity level and reference.
 
@@ -148,14 +160,11 @@ class Baseline:
             return found
         ones = reference.astype(float)
         f = self.fail * ones
-        overall = (f.sum() + 1.0) / (ones.sum() + 2.0)
         # Each estimate leans on a broader one where it is thin: the entity's peers near in time,
         # then the whole fleet near in time, then the test at other times.
-        by_test = self._index("test", self.test)
-        near_f, near_n = by_test.near(f), by_test.near(ones)
-        other_f = by_test.total(f) - near_f
-        other_n = by_test.total(ones) - near_n
-        history = (other_f + self.history_strength * overall) / (other_n + self.history_strength)
+        near_f, near_n, history = rate_elsewhere(
+            self._index("test", self.test), f, ones, self.history_strength
+        )
         among_peers = self._index(f"peers:{peer_name}", peers, self.test)
         found = (near_f, near_n, history, among_peers.near(f), among_peers.near(ones))
         self._memo[peer_name] = found

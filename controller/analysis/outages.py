@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import WindowIndex, combine, unique_pairs
+from controller.analysis.baseline import WindowIndex, combine, rate_elsewhere, unique_pairs
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import NONE
 
@@ -48,11 +48,8 @@ def find_outages(
     fine = t // (config.outage_bin_s * 1000)
     radius = max(1, 3600 // config.outage_bin_s)
     by_test = WindowIndex(tst, fine, radius)
-    ones = np.ones_like(f)
-    near_f, near_n = by_test.near(f), by_test.near(ones)
-    overall = (f.sum() + 1) / (f.size + 2)
     strength = config.history_prior_strength
-    expected = (by_test.total(f) - near_f + strength * overall) / (by_test.total(ones) - near_n + strength)
+    _, _, expected = rate_elsewhere(by_test, f, np.ones_like(f), strength)
 
     bins, inverse = np.unique(fine, return_inverse=True)
     observed = np.bincount(inverse, weights=f)
@@ -77,11 +74,7 @@ def find_outages(
     # is no multiple of that. The hosts still clean show it against what they usually fail.
     own_before = _host_rate_before(bins[h_bin], h_host, h_obs, h_n, radius)[hinv]
     clean = own_before < config.outage_saturated_rate
-    clean_f, clean_n = f * clean, clean.astype(float)
-    clean_overall = (clean_f.sum() + 1) / (clean_n.sum() + 2)
-    expected_clean = (by_test.total(clean_f) - by_test.near(clean_f) + strength * clean_overall) / (
-        by_test.total(clean_n) - by_test.near(clean_n) + strength
-    )
+    _, _, expected_clean = rate_elsewhere(by_test, f * clean, clean.astype(float), strength)
     h_exp_clean = np.bincount(hinv, weights=expected_clean)
     failed_pairs, _ = unique_pairs(inverse[f > 0], tst[f > 0])
     distinct = np.bincount(failed_pairs[0], minlength=bins.size)
@@ -416,7 +409,7 @@ def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarra
     if image.size == 0:
         return None, NONE
     images, which = np.unique(image, return_inverse=True)
-    worst = int(np.argmax(np.bincount(which, weights=failed - expected)))
+    worst = _most_excess(which, failed, expected)
     if images.size < 2:
         return None, int(images[worst])
     others = which != worst
@@ -432,8 +425,13 @@ def _without_worst_host(
     hosts, which = np.unique(host, return_inverse=True)
     if hosts.size < 2:
         return failed, expected
-    keep = which != int(np.argmax(np.bincount(which, weights=failed - expected)))
+    keep = which != _most_excess(which, failed, expected)
     return failed[keep], expected[keep]
+
+
+def _most_excess(which: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> int:
+    """The group (index into `which`'s codes) whose failures most exceed their expected count."""
+    return int(np.argmax(np.bincount(which, weights=failed - expected)))
 
 
 def _fails_as_usual(failed: np.ndarray, expected: np.ndarray) -> bool | None:
