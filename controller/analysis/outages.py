@@ -123,27 +123,29 @@ def find_outages(
     usual = np.where(own_before > 0, np.minimum(expected, own_before), expected)
     for start, stop in _runs(bins, flagged, join):
         core = (inverse >= start) & (inverse < stop)
-        beyond, _ = _beyond_one_image(image[core], f[core], usual[core])
+        claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
+        beyond, worst = _beyond_one_image(image[core], f[core], usual[core])
         if beyond is None:
             # Too little ran off the image in the core to tell: look over all the outage would claim,
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
-            # cleanly minutes off the core are the evidence against it — but only where the image
-            # fails beyond its tests' usual rates outside the burst too (on more than one host: a
-            # sick runner on it is its own trouble). An image that ran cleanly just before and after
-            # is no explanation; the others merely ran at other minutes.
-            claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
+            # cleanly minutes off the core are the evidence against it.
             beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed])
-            reach = 12 * radius
-            around = (
-                (image == worst)
-                & ~claimed
-                & (row_bin >= bins[start] - pad - reach)
-                & (row_bin <= bins[stop - 1] + pad + reach)
-            )
-            if beyond is False and _fails_as_usual(
-                *_without_worst_host(f[around], expected[around], host[around])
-            ):
-                beyond = True
+        # Either way, only where the image fails beyond its tests' usual rates outside the burst too
+        # (on more than one host: a sick runner on it is its own trouble). An image rolled out in the
+        # burst is new there, or stays bad after it; one that ran cleanly the hours before and after
+        # is no explanation. The others merely ran at other minutes, or the outage spared them: it
+        # need not reach every host, and a pool of its own image may be all it reached.
+        reach = 12 * radius
+        around = (
+            (image == worst)
+            & ~claimed
+            & (row_bin >= bins[start] - pad - reach)
+            & (row_bin <= bins[stop - 1] + pad + reach)
+        )
+        if beyond is False and _fails_as_usual(
+            *_without_worst_host(f[around], expected[around], host[around])
+        ):
+            beyond = True
         if beyond is False:
             flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
