@@ -306,7 +306,7 @@ def _flag(
         flagged = grown
     # Jobs come in waves: where no job ended for a while, an outage goes on into the next wave's
     # bins, as far as its padding would reach, if they are still candidates with hosts bursting.
-    flagged = _across_quiet_gaps(bins, flagged, candidate & (failing >= 1), join)
+    flagged = _across_quiet_gaps(bins, flagged, candidate & (failing >= 1), failing == 0, join)
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
@@ -316,8 +316,12 @@ def _flag(
     return flagged, active, failing
 
 
-def _across_quiet_gaps(bins: np.ndarray, flagged: np.ndarray, still: np.ndarray, join: int) -> np.ndarray:
-    """`flagged` grown, in both directions, over `still` bins at most `join` bins from a flagged one."""
+def _across_quiet_gaps(
+    bins: np.ndarray, flagged: np.ndarray, still: np.ndarray, clean: np.ndarray, join: int
+) -> np.ndarray:
+    """`flagged` grown, in both directions, over `still` bins at most `join` bins from a flagged one,
+    across bins with no data only: a `clean` bin in between (jobs ended there and no host burst) is
+    the fleet back, and what fails after it is not the outage going on."""
     grown = flagged.copy()
     for order in (range(bins.size), range(bins.size - 1, -1, -1)):
         last: int | None = None
@@ -327,6 +331,8 @@ def _across_quiet_gaps(bins: np.ndarray, flagged: np.ndarray, still: np.ndarray,
             elif last is not None and still[i] and abs(int(bins[i]) - int(bins[last])) <= join:
                 grown[i] = True
                 last = i
+            elif clean[i]:
+                last = None
     return grown
 
 

@@ -238,6 +238,7 @@ def to_ms_text(text: str) -> int:
         (595, 1),
         (620, 1),
         (691, 1),
+        (736, 1),
     ],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
@@ -294,6 +295,9 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # 691: an outage reached all six hosts of one pool (one image) and spared the two of the other
     # pool that finished jobs in it. The image had run cleanly for two days and did after, so the
     # burst is no rollout; it was dropped, and two healthy runners were called sick for it.
+    # 736: a runner fell sick during an outage. After it, jobs ended cleanly on a dozen hosts for ten
+    # minutes, then the sick runner's next jobs failed; the outage grew over them as if across
+    # a quiet gap, took the runner's first hour and a half, and it was never judged.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
