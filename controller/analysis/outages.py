@@ -311,9 +311,26 @@ def _flag(
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
     for start, stop in _runs(bins, flagged, join):
-        if not core[start:stop].any():
+        if not core[start:stop].any() or _one_pools_share(counts, host_bins, start, stop, config):
             flagged[start:stop] = False
     return flagged, active, failing
+
+
+def _one_pools_share(
+    counts: _Counts, host_bins: _HostBins, start: int, stop: int, config: AnalysisConfig
+) -> bool:
+    """Whether the hosts bursting in a run are a minority of one pool's while other pools ran cleanly
+    beside them: sick runners and a bad image on one pool bursting together (jobs come in waves)
+    are that pool's trouble. An outage that reached most of one pool and spared the few hosts of
+    another that ran is still one."""
+    inside = (host_bins.position >= start) & (host_bins.position < stop)
+    bursting = np.unique(host_bins.host[inside & host_bins.bursting])
+    ran = np.unique(host_bins.host[inside & host_bins.active])
+    pools = np.unique(counts.pool_of_host[bursting])
+    if pools.size != 1 or np.unique(counts.pool_of_host[ran]).size < 2:
+        return False
+    ran_there = int((counts.pool_of_host[ran] == pools[0]).sum())
+    return bool(bursting.size < config.outage_min_share * ran_there)
 
 
 def _across_quiet_gaps(
