@@ -92,7 +92,8 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
 
     A digest is the pool's around a moment when at least two runners, and more than half of those
     reporting the key, held it within a few hours of that moment (or when two or more held it and
-    every other runner held a digest of its own). A poisoned cache (a digest of its
+    every other runner held a digest of its own; or, where no digest is the pool's that way, the one
+    it last agreed on while a runner still holds it). A poisoned cache (a digest of its
     own) or a bad image's (one its hosts share, a minority) never is; a routine update is, both before
     and after it, so it makes no runner's readings bad. A runner still on the old content hours after
     everyone else moved on is."""
@@ -116,7 +117,8 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
         slices.setdefault((pool, key), {}).setdefault(at, {}).setdefault(digest, set()).add(runner)
     accepted: dict[tuple[int, int, int], set[int]] = {}
     for (pool, key), by_slice in slices.items():
-        for at in by_slice:
+        last: set[int] = set()
+        for at in sorted(by_slice):
             holders: dict[int, set[int]] = {}
             for near in range(at - CACHE_REACH_SLICES, at + CACHE_REACH_SLICES + 1):
                 for digest, runners in by_slice.get(near, {}).items():
@@ -127,12 +129,19 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
             # digest of their own: two of four runners poisoned (each its own way) leave the other
             # two the pool's content.
             alone_on_top = counts[0] >= 2 and (len(counts) == 1 or counts[1] == 1)
-            accepted[(pool, key, at)] = {
+            now = {
                 digest
                 for digest, runners in holders.items()
                 if len(runners) >= 2
                 and (2 * len(runners) > reporting or (alone_on_top and len(runners) == counts[0]))
             }
+            # A small pool with one runner on a digest of its own (a warning) and one poisoned has
+            # no majority once the poisoned one has left the pool's content for hours: the content
+            # the pool last agreed on stays its own while a runner still holds it.
+            if not now:
+                now = last & holders.keys()
+            accepted[(pool, key, at)] = now
+            last = now or last
     # Bad only where the pool has a digest of its own to differ from.
     held_bad = np.array(
         [

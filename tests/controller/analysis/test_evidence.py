@@ -96,6 +96,20 @@ def test_two_of_four_runners_poisoned_each_their_own_way_are_both_bad() -> None:
     assert _bad_cache(frame, who) == poisoned | stale
 
 
+def test_a_poisoned_cache_stays_bad_in_a_pool_of_three_where_one_runner_holds_its_own() -> None:
+    # Random shape 803: a static pool of three, one runner with stale content all day, another
+    # poisoned at 10:00. Three hours on, no digest was held by two runners any more, the pool "had
+    # no content of its own", and the runner's failures after that went unexplained: suspect, not
+    # sick for its cache. The content the pool last agreed on stays its own while a runner holds it.
+    steps = 96
+    digest_of = {"linux-0": ["ok"] * steps, "linux-1": ["stale"] * steps}
+    digest_of["linux-2"] = ["ok"] * 40 + ["poisoned"] * (steps - 40)
+    frame, who = _cache_frame(digest_of)
+    poisoned = {(r, t) for r, t in who if r == "linux-2" and t >= DAY0_MS + 10 * HOUR_MS}
+    stale = {(r, t) for r, t in who if r == "linux-1"}
+    assert _bad_cache(frame, who) == poisoned | stale
+
+
 def test_two_digests_held_by_half_the_pool_each_make_no_reading_bad() -> None:
     # Two runners on one content and two on another: no telling which is the pool's.
     digest_of = {f"linux-{n}": ["a" if n < 2 else "b"] * 96 for n in range(4)}
