@@ -411,10 +411,7 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
             went_up += 1
             came_back += _came_back(before, failed / ran, after)
         if went_up:
-            # A third of them, and never one alone where several burst: from ten runs half failed, a
-            # host on a bad image rolled out in the same half hour as a runner fell sick looks
-            # "halfway back" at a fifth.
-            if 3 * came_back < went_up or (went_up >= 2 and came_back < 2):
+            if 3 * came_back < went_up:
                 kept[start:stop] = False
             continue
         fleet_before = _rate_in(observed, executions, earlier)

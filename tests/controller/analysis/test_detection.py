@@ -241,7 +241,6 @@ def to_ms_text(text: str) -> int:
         (736, 1),
         (368, 1),
         (423, 1),
-        (772, 1),
     ],
 )
 def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -> None:
@@ -304,9 +303,6 @@ def test_fleets_drawn_at_random_get_the_right_verdicts(number: int, seed: int) -
     # 368 and 423: a bad image and a sick runner on one pool burst together, three or four hosts of
     # the nine the pool had running, while two other pools ran cleanly: a false outage, which took
     # the sick runner's first hour.
-    # 772: a bad image reached half of one pool and a runner of another fell sick within the same
-    # half hour; of the three hosts that burst, one came back (10 runs, half failing, then a fifth:
-    # "halfway"). A third came back, so it stood as an outage.
     fleet = simulate(random_scenario(number), seed=seed)
     analysis = analyse(frame_of(fleet))
     called = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents}
