@@ -130,24 +130,22 @@ def find_outages(
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
             # cleanly minutes off the core are the evidence against it.
             beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed])
-        # Either way, only where the image fails beyond its tests' usual rates outside the burst too
-        # (on more than one host: a sick runner on it is its own trouble). An image rolled out in the
-        # burst is new there, or stays bad after it; one that ran cleanly the hours before and after
-        # is no explanation. The others merely ran at other minutes, or the outage spared them: it
-        # need not reach every host, and a pool of its own image may be all it reached.
-        reach = 12 * radius
-        around = (
-            (image == worst)
-            & ~claimed
-            & (row_bin >= bins[start] - pad - reach)
-            & (row_bin <= bins[stop - 1] + pad + reach)
-        )
-        if beyond is False and _fails_as_usual(
-            *_without_worst_host(f[around], expected[around], host[around])
-        ):
-            beyond = True
         if beyond is False:
-            flagged[start:stop] = False
+            # Either way, only where the image fails beyond its tests' usual rates outside the burst
+            # too (on more than one host: a sick runner on it is its own trouble). An image rolled
+            # out in the burst is new there, or stays bad after it; one that ran cleanly the hours
+            # before and after is no explanation. The others merely ran at other minutes, or the
+            # outage spared them: it need not reach every host, and a pool of its own image may be
+            # all it reached.
+            reach = 12 * radius
+            around = (
+                (image == worst)
+                & ~claimed
+                & (row_bin >= bins[start] - pad - reach)
+                & (row_bin <= bins[stop - 1] + pad + reach)
+            )
+            if not _fails_as_usual(*_without_worst_host(f[around], expected[around], host[around])):
+                flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
 
@@ -185,6 +183,11 @@ class _HostBins:
     host: np.ndarray
     active: np.ndarray
     bursting: np.ndarray
+
+    def in_run(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The hosts that burst in the bins from `start` to `stop`, and the hosts active there."""
+        inside = (self.position >= start) & (self.position < stop)
+        return np.unique(self.host[inside & self.bursting]), np.unique(self.host[inside & self.active])
 
 
 def _short_bursts(counts: _Counts, radius: int, join: int, config: AnalysisConfig) -> np.ndarray:
@@ -281,9 +284,7 @@ def _flag(
     for start, stop in _runs(bins, candidate & clearly_beyond & (failing >= 1), join):
         if core[start:stop].any():
             continue
-        inside = (host_bins.position >= start) & (host_bins.position < stop)
-        hosts = np.unique(host_bins.host[inside & host_bins.bursting])
-        ran = np.unique(host_bins.host[inside & host_bins.active])
+        hosts, ran = host_bins.in_run(start, stop)
         pools = np.unique(counts.pool_of_host[hosts]).size
         if (
             hosts.size >= 2
@@ -323,9 +324,7 @@ def _one_pools_share(
     beside them: sick runners and a bad image on one pool bursting together (jobs come in waves)
     are that pool's trouble. An outage that reached most of one pool and spared the few hosts of
     another that ran is still one."""
-    inside = (host_bins.position >= start) & (host_bins.position < stop)
-    bursting = np.unique(host_bins.host[inside & host_bins.bursting])
-    ran = np.unique(host_bins.host[inside & host_bins.active])
+    bursting, ran = host_bins.in_run(start, stop)
     pools = np.unique(counts.pool_of_host[bursting])
     if pools.size != 1 or np.unique(counts.pool_of_host[ran]).size < 2:
         return False
