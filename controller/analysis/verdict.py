@@ -77,6 +77,7 @@ def build_incident(
     if finding.dimension != "unknown":
         state = "sick"
         decided = max(decided, finding.confirmed_at_ms or decided)
+    decided = max(decided, onset)  # no verdict is decided on data from before what it is about
     clean_since = usable if elsewhere is None else usable & ~elsewhere
     resolved_at = _resolved_at(
         frame,
@@ -244,10 +245,20 @@ def _onset_after_readings(
     before = rows[(times >= onset) & (times < start)]
     if before.size == 0:
         return onset
-    if _an_excess_of_its_own(frame, before, expected, config):
+    if _an_excess_of_its_own(frame, _without_top_tests(frame, before), expected, config):
         return onset  # the failures before the readings went bad are an excess of their own
     later = times[frame.fail[rows] & (times >= start)]
     return int(later.min()) if later.size else onset
+
+
+def _without_top_tests(frame: Frame, rows: np.ndarray, count: int = 2) -> np.ndarray:
+    """The rows without the tests that failed most among them: one or two tests failing over and
+    over (a test only this runner's shard runs, a test × runner interaction) are not a sickness of
+    their own, as a cluster needs breadth."""
+    test = frame.cols["test"][rows]
+    tests, failures = np.unique(test[frame.fail[rows]], return_counts=True)
+    top = tests[np.argsort(-failures, kind="stable")[:count]]
+    return rows[~np.isin(test, top)]
 
 
 def _decided_at(frame: Frame, rows: np.ndarray, expected: np.ndarray, penalty: int, cutoff: float) -> int:

@@ -18,7 +18,9 @@ from tests.sim.events import (
     BadImage,
     BrokenTest,
     Interaction,
+    PeriodicPressure,
     PlatformTest,
+    ResourceSensitiveTest,
     SickPool,
     SickRunner,
     SilentAgent,
@@ -671,6 +673,36 @@ def test_a_runner_whose_shard_holds_a_platform_test_is_dated_from_its_sickness_n
     truth = to_ms(fleet.truth.sick_onset[("runner", "linux-01")])
     assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 6 * 3_600_000
     assert min(to_ms_text(job["first_failure"]) for job in incident["affected_jobs"]) >= truth - 3_600_000
+
+
+@pytest.mark.parametrize(("fail_prob", "seed"), [(0.3, 1), (0.6, 3)])
+def test_a_runner_whose_own_tests_failed_before_its_cache_went_bad_is_dated_from_the_cache(
+    fail_prob: float, seed: int
+) -> None:
+    # linux-02 runs a memory-hungry job for two hours in eight, which fails two resource-sensitive
+    # tests, and fails a third test one run in ten (an interaction). Its cache is poisoned at 150 h.
+    # Those three tests failed before as after, but the cache's tests fail more, so the one or two
+    # chronic tests set aside were the cache's: the three were "an excess of their own" before the
+    # readings went bad, and the verdict was dated from them (seed 3 at 60 %: six hours early; the
+    # independent fleets had it a week early). Three tests are no breadth.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 8, shards=8),),
+        duration_days=8.0,
+        events=(
+            PeriodicPressure("linux-02", "memory"),
+            ResourceSensitiveTest(3, "memory", p=0.8),
+            ResourceSensitiveTest(5, "memory", p=0.5),
+            Interaction(7, "linux-02", p=0.1),
+            SickRunner("linux-02", "cache", onset=timedelta(hours=150), fail_prob=fail_prob),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    (incident,) = analyse(frame_of(fleet)).incidents
+    assert (incident["entity"], incident["state"], incident["dimension"]) == ("linux-02", "sick", "cache")
+    truth = to_ms(fleet.truth.sick_onset[("runner", "linux-02")])
+    onset = to_ms_text(incident["onset"])
+    assert truth <= onset <= truth + 3 * 3_600_000
+    assert to_ms_text(incident["decided_at"]) >= onset
 
 
 @pytest.mark.parametrize("seed", [1, 2])
