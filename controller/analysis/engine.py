@@ -13,7 +13,7 @@ import numpy as np
 from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
 from controller.analysis.config import AnalysisConfig, scaled_to
-from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_bad
+from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
@@ -107,8 +107,10 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         discount[inside & (discount < 0)] = len(reasons) - 1
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
 
-    resource_bad = _resource_pressure(frame, badness, config)
-    tests = score_tests(FlakeInputs(frame, selected, discount, reasons, resource_bad, as_of), config)
+    resource_bad, resource_seen = _resource_pressure(frame, badness, config)
+    tests = score_tests(
+        FlakeInputs(frame, selected, discount, reasons, resource_bad, resource_seen, as_of), config
+    )
     return Analysis(
         as_of_ms=as_of,
         incidents=incidents,
@@ -150,15 +152,26 @@ def _burst_dict(burst_id: str, burst: Burst, frame: Frame) -> dict[str, Any]:
     }
 
 
-def _resource_pressure(frame: Frame, badness: Badness, config: AnalysisConfig) -> np.ndarray:
+def _resource_pressure(
+    frame: Frame, badness: Badness, config: AnalysisConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: did the nearest disk or memory reading of where it ran show pressure, and was there one
+    at all. Where is the runner, or for an ephemeral runner (whose id is single-use) its host."""
     pressure = np.zeros(frame.size, bool)
+    seen = np.zeros(frame.size, bool)
+    ephemeral = np.flatnonzero(frame.ephemeral)
     for dimension in ("disk", "memory"):
         rows = np.flatnonzero(frame.r_check == badness.check_of[dimension])
-        if rows.size:
-            pressure |= nearest_bad(
-                frame, rows, badness.pressure[dimension][rows], frame.cols["runner"], frame.time_ms, config
+        if rows.size == 0:
+            continue
+        found = nearest_reading(frame, rows, frame.cols["runner"], frame.time_ms, config)
+        if ephemeral.size:
+            found[ephemeral] = nearest_reading(
+                frame, rows, frame.cols["machine"][ephemeral], frame.time_ms[ephemeral], config, "r_machine"
             )
-    return pressure
+        seen |= found >= 0
+        pressure |= (found >= 0) & badness.pressure[dimension][rows][np.maximum(found, 0)]
+    return pressure, seen
 
 
 def _health(

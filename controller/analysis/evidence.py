@@ -238,15 +238,34 @@ def nearest_bad(
 ) -> np.ndarray:
     """For each (runner, time): is the nearest reading of that runner among `rows`, within the
     staleness limit, a bad one?"""
+    if rows.size == 0:
+        return np.zeros(runner.size, bool)
+    found = nearest_reading(frame, rows, runner, time_ms, config, reader)
+    out: np.ndarray = (found >= 0) & bad[np.maximum(found, 0)]
+    return out
+
+
+def nearest_reading(
+    frame: Frame,
+    rows: np.ndarray,
+    runner: np.ndarray,
+    time_ms: np.ndarray,
+    config: AnalysisConfig,
+    reader: str = "r_runner",
+) -> np.ndarray:
+    """For each (runner, time): the position in `rows` of that runner's nearest reading within the
+    staleness limit, or -1 where it sent none."""
+    if rows.size == 0:
+        return np.full(runner.size, -1, np.int64)
     scale = np.int64(1) << 42  # epoch ms fit in 42 bits until the year 2109
     keys = getattr(frame, reader)[rows].astype(np.int64) * scale + frame.r_time_ms[rows]
     order = np.argsort(keys)
-    keys, bad = keys[order], bad[order]
+    keys = keys[order]
     wanted = runner.astype(np.int64) * scale + time_ms
     right = np.searchsorted(keys, wanted, side="left")
     left = right - 1
     stale = config.reading_stale_s * 1000
-    best_bad = np.zeros(wanted.size, bool)
+    best = np.full(wanted.size, -1, np.int64)
     best_gap = np.full(wanted.size, np.inf)
     for candidate in (left, right):
         ok = (candidate >= 0) & (candidate < keys.size)
@@ -255,8 +274,8 @@ def nearest_bad(
         gap = np.abs(keys[c] - wanted).astype(float)
         take = same_runner & (gap <= stale) & (gap < best_gap)
         best_gap = np.where(take, gap, best_gap)
-        best_bad = np.where(take, bad[c], best_bad)
-    return best_bad
+        best = np.where(take, order[c], best)
+    return best
 
 
 def latest_bad(frame: Frame, badness: Badness, as_of_ms: int, config: AnalysisConfig) -> dict[int, list[str]]:

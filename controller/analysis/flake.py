@@ -31,6 +31,7 @@ class FlakeInputs:
     discount: np.ndarray  # per row: index into reasons, or -1
     reasons: list[str]  # incident ids and outage ids
     resource_bad: np.ndarray  # per row: the runner's readings showed disk or memory pressure then
+    resource_seen: np.ndarray  # per row: the runner sent a disk or memory reading near then
     as_of_ms: int
 
 
@@ -325,6 +326,10 @@ def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:
 
 
 def _resource_sensitive(inputs: FlakeInputs, keep: np.ndarray, config: AnalysisConfig) -> str | None:
+    # Runs on runners that sent no reading then (no agent, or a silent one) cannot say either way.
+    seen = inputs.resource_seen[keep]
+    unseen_failures = int(inputs.frame.fail[keep[~seen]].sum())
+    keep = keep[seen]
     fail = inputs.frame.fail[keep]
     bad = inputs.resource_bad[keep]
     fails_bad, fails_ok = int((fail & bad).sum()), int((fail & ~bad).sum())
@@ -334,7 +339,8 @@ def _resource_sensitive(inputs: FlakeInputs, keep: np.ndarray, config: AnalysisC
     _, p = stats.fisher_exact([[fails_bad, fails_ok], [passes_bad, passes_ok]], alternative="greater")
     if p >= config.resource_p:
         return None
+    unseen = f" ({unseen_failures} more on runners that sent no readings then)" if unseen_failures else ""
     return (
         f"{fails_bad} of {fails_bad + fails_ok} failures came while the runner was short of disk or memory "
-        f"(Fisher exact p={p:.2g}); it passes elsewhere"
+        f"(Fisher exact p={p:.2g}){unseen}; it passes elsewhere"
     )

@@ -15,7 +15,13 @@ from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
-from tests.sim.events import FlakyTest, PlatformTest
+from tests.sim.events import (
+    FlakyTest,
+    PeriodicPressure,
+    PlatformTest,
+    ResourceSensitiveTest,
+    SilentAgent,
+)
 from tests.sim.random_fleet import random_scenario
 from tests.sim.scenario import PoolSpec, Scenario
 from tests.sim.scenarios import kitchen_sink, seed_story
@@ -218,11 +224,34 @@ def test_a_test_failing_mostly_while_its_runner_is_short_of_memory_is_resource_s
         discount=np.full(frame.size, -1, np.int32),
         reasons=[],
         resource_bad=np.asarray(pressure, bool),  # rows are in time order, as canonical() keeps them
+        resource_seen=np.ones(frame.size, bool),
         as_of_ms=int(frame.time_ms.max()),
     )
     (score,) = score_tests(inputs, AnalysisConfig())
     assert score["verdict"] == "resource-sensitive"
     assert score["reason"].startswith("18 of 26 failures")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_failures_where_no_agent_reported_do_not_hide_a_resource_sensitive_test(seed: int) -> None:
+    # Three runners run a memory-hungry job two hours in eight, and one test fails under that
+    # pressure. Two of the three send no readings, so their failures came at no known pressure: they
+    # were counted as failures without it, and the test was called flaky.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 8, shards=8),),
+        duration_days=4.0,
+        events=(
+            *(PeriodicPressure(f"linux-0{i}", "memory") for i in (1, 2, 3)),
+            ResourceSensitiveTest(3, "memory", p=0.8),
+            SilentAgent("linux-01"),
+            SilentAgent("linux-02"),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    (test_id,) = fleet.truth.resource_sensitive_tests
+    score = analyse(frame_of(fleet)).tests_by_id()[test_id]
+    assert score["verdict"] == "resource-sensitive"
+    assert "on runners that sent no readings then" in score["reason"]
 
 
 def test_a_test_broken_by_a_commit_is_broken_although_reruns_of_older_code_pass() -> None:
