@@ -546,7 +546,9 @@ def _spread_over_children(
         return None, None
     # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
     # as a pool, even where those hosts ran tests of their own that nothing could show spared (static
-    # sharding). A sick runner among them is its own problem.
+    # sharding). A sick runner among them is its own problem. Where every host ran the image (pods of
+    # several images share the hosts), its jobs off the image must fail beyond usual instead, and by
+    # a good part of the image's own toll: a cause of the pool strikes jobs whatever their image.
     if level.name == "pool":
         images = frame.cols["image"][rows]
         found, image_of = np.unique(images, return_inverse=True)
@@ -555,6 +557,15 @@ def _spread_over_children(
             on_worst = images == found[int(np.argmax(image_excess))]
             off = considered & (np.bincount(inverse, weights=on_worst.astype(float)) == 0)
             if off.any() and elevated[off].sum() < 0.5 * off.sum():
+                return None, None
+            off_obs, off_exp = float(fail[rows][~on_worst].sum()), float(expected[rows][~on_worst].sum())
+            on_toll = float(image_excess.max()) / max(int(on_worst.sum()), 1)
+            off_toll = (off_obs - off_exp) / max(int((~on_worst).sum()), 1)
+            if not off.any() and not (
+                off_obs >= max(2.0, 2.0 * off_exp)
+                and stats.poisson.sf(off_obs - 1, off_exp) < CHILD_P
+                and off_toll >= on_toll / 3
+            ):
                 return None, None
     stretch_start = segment.first_bin * config.bin_s * 1000
     tolerance = 2 * config.bin_s * 1000

@@ -1030,3 +1030,68 @@ def test_three_hosts_of_a_bad_image_failing_alone_at_a_quiet_moment_are_not_an_o
     analysis = analyse(frame)
     assert analysis.outages == []
     assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("image", "new")}
+
+
+def _pod_fleet(seed: int, pool_sick: bool = False) -> Frame:
+    """Two pools: `linux`, four persistent runners, one image; `k8s`, one pod per job on four shared
+    hosts, its image drawn per pod. From hour 24 on, two pods in five start from image :43, which
+    fails half of twenty of the thirty tests; :41 and :42 stay healthy on the same hosts. With
+    `pool_sick`, every k8s pod fails them from then on, whatever its image."""
+    rng = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    tests = [f"tests/test_suite.py::test_{i:02d}" for i in range(30)]
+    broken_by_43 = set(rng.choice(30, 20, replace=False).tolist())
+    rows: list[tuple[object, ...]] = []
+    job = 0
+    for minute in range(0, 48 * 60, 12):
+        for slot in range(8):
+            job += 1
+            at = start + (minute + slot) * 60_000
+            if slot < 4:
+                runner, host, pool, image, ephemeral = (
+                    f"linux-{slot}",
+                    f"linux-vm-{slot}",
+                    "linux",
+                    "ubuntu",
+                    False,
+                )
+            else:
+                new = minute >= 24 * 60 and rng.random() < 0.4
+                image = "ci:43" if new else str(rng.choice(["ci:41", "ci:42"]))
+                runner, host, pool, ephemeral = f"pod-{job}", f"k8s-node-{slot - 4}", "k8s", True
+            for i, test in enumerate(tests):
+                struck = image == "ci:43" or (pool_sick and pool == "k8s" and minute >= 24 * 60)
+                p = 0.5 if struck and i in broken_by_43 else 0.002
+                failed = rng.random() < p
+                rows.append(
+                    (
+                        len(rows) + 1,
+                        at + i * 1000,
+                        "failed" if failed else "passed",
+                        ephemeral,
+                        test,
+                        runner,
+                        host,
+                        pool,
+                        image,
+                        None,
+                        f"job-{job}",
+                        f"run-{job}",
+                        f"c{job:05d}",
+                    )
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_bad_image_on_pods_across_every_host_is_the_image_not_the_pool(seed: int) -> None:
+    incidents = analyse(_pod_fleet(seed)).incidents
+    assert [(i["kind"], i["entity"]) for i in incidents] == [("image", "ci:43")]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_pods_failing_whatever_their_image_are_the_pool(seed: int) -> None:
+    incidents = analyse(_pod_fleet(seed, pool_sick=True)).incidents
+    assert [(i["kind"], i["entity"]) for i in incidents] == [("pool", "k8s")]
