@@ -111,7 +111,7 @@ def _score_one(
     if (
         keep.size >= config.flake_min_executions
         and result["counted_failures"] >= config.flake_min_failures
-        and result["lower"] >= config.flake_floor
+        and _clears_floor(result["lower"], result["counted_failures"], config)
         and _passes_and_fails_on_same_code(frame, keep)
     ):
         result["verdict"] = "flaky"
@@ -126,6 +126,13 @@ def _score_one(
     if in_pool is not None:
         result["verdict"], result["reason"] = "flaky", in_pool
     return result
+
+
+def _clears_floor(lower: float, failures: int, config: AnalysisConfig) -> bool:
+    """Whether the conservative bound of a test's failure probability is a flaky test's."""
+    if failures >= config.flake_evidence_failures:
+        return lower >= config.flake_floor_with_evidence
+    return lower >= config.flake_floor
 
 
 def _flaky_in_one_pool(
@@ -156,7 +163,7 @@ def _flaky_in_one_pool(
             and sub.size >= config.flake_min_executions
             and failures >= config.flake_min_failures
             and runners >= 2
-            and float(stats.beta.ppf(0.05, alpha, beta)) >= config.flake_floor
+            and _clears_floor(float(stats.beta.ppf(0.05, alpha, beta)), failures, config)
             and _passes_and_fails_on_same_code(frame, sub)
         ):
             return (
