@@ -519,11 +519,7 @@ def _spread_over_children(
     odd_obs, odd_exp = _interaction_per_child(wide_child, test[wide], wide_fail, wide_exp, codes.size)
     broad_obs = np.bincount(wide_child, weights=wide_fail, minlength=codes.size) - odd_obs
     broad_exp = np.bincount(wide_child, weights=wide_exp, minlength=codes.size) - odd_exp
-    elevated = (
-        considered
-        & (broad_obs >= np.maximum(2.0, 2.0 * broad_exp))
-        & (stats.poisson.sf(broad_obs - 1, broad_exp) < CHILD_P)
-    )
+    elevated = considered & _beyond_chance(broad_obs, broad_exp)
     opened = segment.first_bin if opened_bin is None else min(opened_bin, segment.first_bin)
     elevated &= ~_already_failing(segment.entity, opened, level, frame, usable, expected, codes, config)
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
@@ -556,17 +552,15 @@ def _spread_over_children(
             image_excess = np.bincount(image_of, weights=fail[rows] - expected[rows])
             on_worst = images == found[int(np.argmax(image_excess))]
             off = considered & (np.bincount(inverse, weights=on_worst.astype(float)) == 0)
-            if off.any() and elevated[off].sum() < 0.5 * off.sum():
-                return None, None
-            off_obs, off_exp = float(fail[rows][~on_worst].sum()), float(expected[rows][~on_worst].sum())
-            on_toll = float(image_excess.max()) / max(int(on_worst.sum()), 1)
-            off_toll = (off_obs - off_exp) / max(int((~on_worst).sum()), 1)
-            if not off.any() and not (
-                off_obs >= max(2.0, 2.0 * off_exp)
-                and stats.poisson.sf(off_obs - 1, off_exp) < CHILD_P
-                and off_toll >= on_toll / 3
-            ):
-                return None, None
+            if off.any():
+                if elevated[off].sum() < 0.5 * off.sum():
+                    return None, None
+            else:
+                off_obs, off_exp = fail[rows][~on_worst].sum(), expected[rows][~on_worst].sum()
+                on_toll = float(image_excess.max()) / max(int(on_worst.sum()), 1)
+                off_toll = float(off_obs - off_exp) / max(int((~on_worst).sum()), 1)
+                if not (_beyond_chance(np.asarray(off_obs), np.asarray(off_exp)) and off_toll >= on_toll / 3):
+                    return None, None
     stretch_start = segment.first_bin * config.bin_s * 1000
     tolerance = 2 * config.bin_s * 1000
     # The cause's toll: extra failures per execution on the children it reached. Additive, not a
@@ -603,6 +597,15 @@ def _spread_over_children(
     kind = "runners" if level.name == "machine" else "hosts"
     note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
     return note, min(common)
+
+
+def _beyond_chance(observed: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Failures (a count, or an array of them) beyond chance for a share of a common cause: at least
+    two, twice the expected, and p < CHILD_P — not two failures meeting an expectation of one half."""
+    beyond: np.ndarray = (observed >= np.maximum(2.0, 2.0 * expected)) & (
+        stats.poisson.sf(observed - 1, expected) < CHILD_P
+    )
+    return beyond
 
 
 def _shared_core(

@@ -238,10 +238,9 @@ def nearest_bad(
 ) -> np.ndarray:
     """For each (runner, time): is the nearest reading of that runner among `rows`, within the
     staleness limit, a bad one?"""
-    if rows.size == 0:
-        return np.zeros(runner.size, bool)
     found = nearest_reading(frame, rows, runner, time_ms, config, reader)
-    out: np.ndarray = (found >= 0) & bad[np.maximum(found, 0)]
+    out = np.zeros(found.size, bool)
+    out[found >= 0] = bad[found[found >= 0]]
     return out
 
 

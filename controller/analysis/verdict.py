@@ -191,8 +191,7 @@ def _chronic_tests(
     since = times >= onset
     if not fail[since].any():
         return np.zeros(0, np.int32)
-    tests, counts = np.unique(test[since & fail], return_counts=True)
-    top = tests[np.argsort(-counts, kind="stable")[:2]]
+    top = _most_failed(frame, rows[since])
     wide = ~np.isin(test, top)
     if not fail[wide & since].any():
         return np.zeros(0, np.int32)
@@ -251,14 +250,18 @@ def _onset_after_readings(
     return int(later.min()) if later.size else onset
 
 
-def _without_top_tests(frame: Frame, rows: np.ndarray, count: int = 2) -> np.ndarray:
-    """The rows without the tests that failed most among them: one or two tests failing over and
+def _without_top_tests(frame: Frame, rows: np.ndarray) -> np.ndarray:
+    """The rows without the two tests that failed most among them: one or two tests failing over and
     over (a test only this runner's shard runs, a test × runner interaction) are not a sickness of
     their own, as a cluster needs breadth."""
-    test = frame.cols["test"][rows]
-    tests, failures = np.unique(test[frame.fail[rows]], return_counts=True)
-    top = tests[np.argsort(-failures, kind="stable")[:count]]
-    return rows[~np.isin(test, top)]
+    return rows[~np.isin(frame.cols["test"][rows], _most_failed(frame, rows))]
+
+
+def _most_failed(frame: Frame, rows: np.ndarray, count: int = 2) -> np.ndarray:
+    """The tests that failed most among the rows, most first (ties by code)."""
+    tests, failures = np.unique(frame.cols["test"][rows[frame.fail[rows]]], return_counts=True)
+    out: np.ndarray = tests[np.argsort(-failures, kind="stable")[:count]]
+    return out
 
 
 def _decided_at(frame: Frame, rows: np.ndarray, expected: np.ndarray, penalty: int, cutoff: float) -> int:
