@@ -67,18 +67,24 @@ class Clusters:
 
 
 def find_clusters(
-    frame: Frame, usable: np.ndarray, bins: np.ndarray, badness: Badness, config: AnalysisConfig
+    frame: Frame,
+    usable: np.ndarray,
+    bins: np.ndarray,
+    badness: Badness,
+    unit: np.ndarray,
+    config: AnalysisConfig,
 ) -> Clusters:
     """Clusters attributed to the right level, the bursts that were no cluster, the BH p-value cutoff
-    and the number of tests."""
+    and the number of tests. `unit` is per row its test's unit (cofailing.CoFailingGroups): breadth counts
+    tests that fail together as one."""
     levels = build_levels(frame, usable)
-    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    job, fail = frame.cols["job"], frame.fail
     rates = _Rates(frame, usable, bins, config)
 
     # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
     # them together. Before judging, everything clearly elevated is left out of the peers' rates, so
     # a fleet with several sick entities does not raise everyone's expectations and hide the next one.
-    contaminated = _elevated(levels, rates, frame, usable, bins, config)
+    contaminated = _elevated(levels, rates, frame, unit, usable, bins, config)
     reference = usable & ~contaminated
     first, p_values, tested = _all_levels(levels, rates, frame, usable, reference, bins, config)
     cutoff = bh_cutoff(p_values, tested, config.fdr_q)
@@ -95,10 +101,10 @@ def find_clusters(
         else:
             segments, expected = first[name]
         for segment in segments:
-            breadth(segment, test, job, fail, expected)
+            breadth(segment, unit, job, fail, expected)
             if not _stands(segment, level, frame, badness, cutoff, config):
                 beside = _beside_its_own_tests(
-                    segment, level, frame, usable & ~explained, expected, bins, badness, cutoff, config
+                    segment, level, frame, unit, usable & ~explained, expected, bins, badness, cutoff, config
                 )
                 if beside is None:
                     continue
@@ -108,9 +114,11 @@ def find_clusters(
                 bursts.append(burst)
                 continue
             note, common_onset = _spread_over_children(
-                segment, level, frame, usable, expected, badness, cutoff, config
+                segment, level, frame, unit, usable, expected, badness, cutoff, config
             )
-            core = _shared_core(segment, note, level, frame, usable, expected, badness, cutoff, bins, config)
+            core = _shared_core(
+                segment, note, level, frame, unit, usable, expected, badness, cutoff, bins, config
+            )
             if core is not None:
                 segment, (note, common_onset) = core
             if note and not _one_cause(segment, level, frame, badness, config):
@@ -118,7 +126,7 @@ def find_clusters(
             if note is None:
                 continue
             if common_onset is not None:
-                dated = _from(segment, common_onset // (config.bin_s * 1000), frame, bins, expected)
+                dated = _from(segment, common_onset // (config.bin_s * 1000), frame, unit, bins, expected)
                 # Still shared from then on: children elevated by a burst days earlier, and three
                 # runners of twelve falling sick on their own later, are no common cause from the
                 # first of those runners' onsets.
@@ -127,6 +135,7 @@ def find_clusters(
                         dated,
                         level,
                         frame,
+                        unit,
                         usable,
                         expected,
                         badness,
@@ -143,7 +152,7 @@ def find_clusters(
         for cluster in clusters:
             if cluster.segment.level == name:
                 explained |= in_stretch(level, cluster.segment, bins)
-    clusters += _sick_under_a_bad_image(clusters, levels, frame, usable, bins, badness, cutoff, config)
+    clusters += _sick_under_a_bad_image(clusters, levels, frame, unit, usable, bins, badness, cutoff, config)
     return Clusters(clusters, bursts, cutoff, tested)
 
 
@@ -151,6 +160,7 @@ def _sick_under_a_bad_image(
     clusters: list[Cluster],
     levels: dict[str, Level],
     frame: Frame,
+    unit: np.ndarray,
     usable: np.ndarray,
     bins: np.ndarray,
     badness: Badness,
@@ -161,7 +171,7 @@ def _sick_under_a_bad_image(
     every row of its hosts away, so a runner whose memory runs out there fails only beyond what the
     image does. Judged among the image's rows alone (each test against itself on the image's other
     hosts), and called only where the entity's own readings name a dimension for its failures."""
-    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    job, fail = frame.cols["job"], frame.fail
     found: list[Cluster] = []
     judged = {(c.segment.level, c.segment.entity) for c in clusters}
     # The image already fails a share of its tests, which caps any multiple of it: the excess per
@@ -185,7 +195,7 @@ def _sick_under_a_bad_image(
             for segment in _one_per_entity(segments, fail, expected):
                 if (name, segment.entity) in judged:
                     continue
-                breadth(segment, test, job, fail, expected)
+                breadth(segment, unit, job, fail, expected)
                 if not is_cluster(segment, cutoff, under_image) or (
                     _passing_burst(segment, level, frame, usable, config) is not None
                 ):
@@ -211,6 +221,7 @@ def _beside_its_own_tests(
     segment: Segment,
     level: Level,
     frame: Frame,
+    unit: np.ndarray,
     usable: np.ndarray,
     expected: np.ndarray,
     bins: np.ndarray,
@@ -225,20 +236,20 @@ def _beside_its_own_tests(
     that is a cluster on its own, else None."""
     if level.name not in ("runner", "machine") or segment.top_test < 0:
         return None
-    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    job, fail = frame.cols["job"], frame.fail
     failed = segment.rows[fail[segment.rows]]
-    tests, counts = np.unique(test[failed], return_counts=True)
-    own = tests[np.argsort(-counts, kind="stable")[:2]]
+    units, counts = np.unique(unit[failed], return_counts=True)
+    own = units[np.argsort(-counts, kind="stable")[:2]]
     rest = (
         usable
         & (level.entity == segment.entity)
         & (bins >= segment.first_bin)
         & (bins <= segment.last_bin)
-        & ~np.isin(test, own)
+        & ~np.isin(unit, own)
     )
     found, _ = scan_entities(level.name, level.entity, bins, fail, expected, rest, config)
     for candidate in found:
-        breadth(candidate, test, job, fail, expected)
+        breadth(candidate, unit, job, fail, expected)
         if _stands(candidate, level, frame, badness, cutoff, config):
             return candidate
     return None
@@ -301,6 +312,7 @@ def _elevated(
     levels: dict[str, Level],
     rates: _Rates,
     frame: Frame,
+    unit: np.ndarray,
     usable: np.ndarray,
     bins: np.ndarray,
     config: AnalysisConfig,
@@ -314,7 +326,7 @@ def _elevated(
     """
     explore = config.model_copy(update={"alternative_ratio": config.reference_exclusion_alternative})
     suspicious = config.model_copy(update={"min_ratio": config.reference_exclusion_ratio})
-    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    job, fail = frame.cols["job"], frame.fail
     contaminated = np.zeros(frame.size, bool)
     for _round in range(config.reference_exclusion_rounds):
         found, p_values, tested = _all_levels(
@@ -328,7 +340,7 @@ def _elevated(
                 # Judged on what earlier rounds did not leave out already: an image whose excess is
                 # all on the runners left out so far is not elevated itself.
                 segment = _without(segment, contaminated, fail, expected)
-                breadth(segment, test, job, fail, expected)
+                breadth(segment, unit, job, fail, expected)
                 if is_cluster(segment, cutoff, suspicious):
                     grown |= in_stretch(levels[name], segment, bins)
         if not (grown & ~contaminated).any():
@@ -381,7 +393,9 @@ def _over(segment: Segment, rows: np.ndarray, fail: np.ndarray, expected: np.nda
     )
 
 
-def _from(segment: Segment, first_bin: int, frame: Frame, bins: np.ndarray, expected: np.ndarray) -> Segment:
+def _from(
+    segment: Segment, first_bin: int, frame: Frame, unit: np.ndarray, bins: np.ndarray, expected: np.ndarray
+) -> Segment:
     """The segment restated from `first_bin` on, where that is later than its start."""
     if first_bin <= segment.first_bin:
         return segment
@@ -389,7 +403,7 @@ def _from(segment: Segment, first_bin: int, frame: Frame, bins: np.ndarray, expe
     if not frame.fail[rows].any():
         return segment
     trimmed = _over(replace(segment, first_bin=first_bin), rows, frame.fail, expected)
-    breadth(trimmed, frame.cols["test"], frame.cols["job"], frame.fail, expected)
+    breadth(trimmed, unit, frame.cols["job"], frame.fail, expected)
     return trimmed
 
 
@@ -473,6 +487,7 @@ def _spread_over_children(
     segment: Segment,
     level: Level,
     frame: Frame,
+    unit: np.ndarray,
     usable: np.ndarray,
     expected: np.ndarray,
     badness: Badness,
@@ -509,7 +524,7 @@ def _spread_over_children(
     # a commit broke fail on every child alike, a cause the children share that is two tests, not a
     # sick entity (`breadth` asks the same of the whole stretch). A top test failing on one child
     # only is that child's share (static sharding: the one test its shard holds).
-    test = frame.cols["test"][rows]
+    test = unit[rows]
     failed_tests, failed_counts = np.unique(test[fail[rows]], return_counts=True)
     top_two = failed_tests[np.argsort(-failed_counts, kind="stable")[:2]]
     failed_test, failed_child = test[fail[rows]], inverse[fail[rows]]
@@ -613,6 +628,7 @@ def _shared_core(
     note: str | None,
     level: Level,
     frame: Frame,
+    unit: np.ndarray,
     usable: np.ndarray,
     expected: np.ndarray,
     badness: Badness,
@@ -634,13 +650,13 @@ def _shared_core(
     pieces = _pieces(segment, frame, bins, expected, config.separating_gap_s // config.bin_s)
     if len(pieces) < 2:
         return None
-    test, job, fail = frame.cols["test"], frame.cols["job"], frame.fail
+    job, fail = frame.cols["job"], frame.fail
     standing: list[tuple[Segment, tuple[str | None, int | None]]] = []
     for piece in pieces:
-        breadth(piece, test, job, fail, expected)
+        breadth(piece, unit, job, fail, expected)
         if not is_cluster(piece, cutoff, config):
             continue
-        spread = _spread_over_children(piece, level, frame, usable, expected, badness, cutoff, config)
+        spread = _spread_over_children(piece, level, frame, unit, usable, expected, badness, cutoff, config)
         if spread[0]:
             standing.append((piece, spread))
     if not standing:
@@ -657,14 +673,16 @@ def _shared_core(
                 fail,
                 expected,
             )
-            breadth(outside, test, job, fail, expected)
-            if _spread_over_children(outside, level, frame, usable, expected, badness, cutoff, config)[0]:
+            breadth(outside, unit, job, fail, expected)
+            if _spread_over_children(outside, level, frame, unit, usable, expected, badness, cutoff, config)[
+                0
+            ]:
                 return None  # the cause went on over the rest as well
     if len(standing) == 1:
         return standing[0]  # the one piece is the core, already judged
     core = _over(replace(segment, first_bin=first, last_bin=last), rows[inside], fail, expected)
-    breadth(core, test, job, fail, expected)
-    return core, _spread_over_children(core, level, frame, usable, expected, badness, cutoff, config)
+    breadth(core, unit, job, fail, expected)
+    return core, _spread_over_children(core, level, frame, unit, usable, expected, badness, cutoff, config)
 
 
 def _pieces(

@@ -39,7 +39,7 @@ class Segment:
     p_value: float
     p_adjusted: float
     q_value: float = 1.0
-    distinct_tests: int = 0
+    distinct_units: int = 0  # distinct tests failed, tests that fail together elsewhere counting once
     failed_jobs: int = 0
     without_top_test_p: float = 1.0
     without_top_test_ratio: float = 0.0
@@ -170,13 +170,16 @@ def breadth(
     fail: np.ndarray,
     expected: np.ndarray,
 ) -> None:
-    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the top test."""
+    """Fill in the breadth numbers: distinct tests and jobs failed, and the excess without the top test.
+
+    `test` is per row its unit (cofailing.CoFailingGroups): tests that fail together wherever a fixture
+    they share is down are one cause, and a group of them is one test here."""
     rows = segment.rows
     failed = rows[fail[rows]]
-    segment.distinct_tests = int(np.unique(test[failed]).size)
+    segment.distinct_units = int(np.unique(test[failed]).size)
     jobs = job[failed]
     segment.failed_jobs = (
-        int(np.unique(jobs[jobs >= 0]).size) if (jobs >= 0).any() else segment.distinct_tests
+        int(np.unique(jobs[jobs >= 0]).size) if (jobs >= 0).any() else segment.distinct_units
     )
     if failed.size == 0:
         return
@@ -204,7 +207,7 @@ def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
         and segment.failures >= config.min_failures
         and segment.ratio >= config.min_ratio
         and segment.failures - segment.expected >= config.min_excess_rate * segment.executions
-        and segment.distinct_tests >= config.min_distinct_tests
+        and segment.distinct_units >= config.min_distinct_tests
         and segment.failed_jobs >= config.min_failed_jobs
         and segment.without_top_test_p <= max(cutoff, 1e-3)
         and segment.without_top_test_ratio >= config.min_ratio / 1.5

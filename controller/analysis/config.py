@@ -60,7 +60,22 @@ class AnalysisConfig(BaseModel):
         "run, are a passing burst",
     )
     min_failures: int = 3
-    min_distinct_tests: int = 3
+    min_distinct_tests: int = Field(
+        default=3, description="distinct tests a cluster fails, tests that fail together counting as one"
+    )
+    # Tests that fail together (controller/analysis/cofailing.py).
+    cofail_min_jobs: int = Field(default=4, description="attempts two tests failed together in, at least")
+    cofail_min_lift: float = Field(default=5.0, description="times as often as their rates meet by chance")
+    cofail_min_machines: int = Field(default=4, description="hosts they failed together on, at least")
+    cofail_concentration_p: float = Field(
+        default=1e-3, description="failing together on one host, pool or image beyond chance at this p"
+    )
+    cofail_recurring_days: int = Field(
+        default=3, description="days a flaky fixture's tests failed together on, at least"
+    )
+    cofail_max_attempt_failures: int = Field(
+        default=30, description="attempts failing more tests than this are not a shared fixture"
+    )
     min_failed_jobs: int = 2
     peer_prior_strength: float = 4.0
     history_prior_strength: float = 20.0

@@ -12,6 +12,7 @@ import numpy as np
 
 from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
+from controller.analysis.cofailing import find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
 from controller.analysis.flake import FlakeInputs, score_tests
@@ -61,7 +62,8 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     usable = selected & ~in_outage
 
     badness = judge_readings(frame, config)
-    found = find_clusters(frame, usable, bins, badness, config)
+    groups = find_groups(frame, usable, config)
+    found = find_clusters(frame, usable, bins, badness, groups.unit, config)
     clusters, cutoff, tested = found.clusters, found.cutoff, found.tested
     levels = build_levels(frame, usable)
     incidents = []
@@ -109,7 +111,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
 
     resource_bad, resource_seen = _resource_pressure(frame, badness, config)
     tests = score_tests(
-        FlakeInputs(frame, selected, discount, reasons, resource_bad, resource_seen, as_of), config
+        FlakeInputs(frame, selected, discount, reasons, resource_bad, resource_seen, groups, as_of), config
     )
     return Analysis(
         as_of_ms=as_of,

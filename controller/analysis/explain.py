@@ -75,7 +75,8 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
         notes = [
             f"to become suspect: a stretch of failures at least {config.min_ratio:g}x what the same tests do on "
             f"peers and {config.min_excess_rate:.0%} of its executions beyond them, across "
-            f"{config.min_distinct_tests}+ distinct tests and {config.min_failed_jobs}+ jobs, "
+            f"{config.min_distinct_tests}+ distinct tests (tests that fail together elsewhere counting once) "
+            f"and {config.min_failed_jobs}+ jobs, "
             f"significant after Benjamini–Hochberg at q={config.fdr_q:g}, and lasting beyond a burst of "
             f"{config.burst_max_s // 60} minutes it recovered from at once",
         ]

@@ -5,7 +5,8 @@ attributed, but not charged to the test. What remains is scored per test with a 
 decayed counts, ranked by its conservative bound. A test that fails every run of a pool from some
 time on is broken (everywhere) or platform-specific (one pool), not flaky; one whose failures follow
 its runner's resource pressure is resource-sensitive; one that fails on one runner only is a
-test × runner interaction. Flaky needs passes and failures on the same code, on more than one runner.
+test × runner interaction. Flaky needs passes and failures on the same code, on more than one runner;
+below the floor, a test failing mostly together with the tests it shares a flaky fixture with is flaky.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from scipy import stats
 
 from common.timeutil import iso
 from controller.analysis.baseline import grouped
+from controller.analysis.cofailing import CoFailingGroups
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
@@ -32,6 +34,7 @@ class FlakeInputs:
     reasons: list[str]  # incident ids and outage ids
     resource_bad: np.ndarray  # per row: the runner's readings showed disk or memory pressure then
     resource_seen: np.ndarray  # per row: the runner sent a disk or memory reading near then
+    groups: CoFailingGroups  # tests that fail together
     as_of_ms: int
 
 
@@ -125,7 +128,38 @@ def _score_one(
     in_pool = _flaky_in_one_pool(frame, keep, w, entities[keep], config)
     if in_pool is not None:
         result["verdict"], result["reason"] = "flaky", in_pool
+        return result
+    with_group = _flaky_with_its_group(inputs, keep, entities[keep], config)
+    if with_group is not None:
+        result["verdict"], result["reason"] = "flaky", with_group
     return result
+
+
+def _flaky_with_its_group(
+    inputs: FlakeInputs, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig
+) -> str | None:
+    """Flaky below the floor where its failures are mostly its group's: tests that failed together
+    in the same jobs on runners all over the fleet, again and again over days, share a cause that
+    comes and goes (a fixture, a service). Noise does not line up like that, so the rate need not
+    clear the floor a test failing alone must."""
+    frame = inputs.frame
+    failed = keep[frame.fail[keep]]
+    together = int(inputs.groups.with_recurring_group[failed].sum())
+    if (
+        failed.size < config.flake_evidence_failures
+        or together * 2 < failed.size
+        or np.unique(where[frame.fail[keep]]).size < 2
+        or not _passes_and_fails_on_same_code(frame, keep)
+    ):
+        return None
+    code = int(frame.cols["test"][keep[0]])
+    unit = inputs.groups.code_unit
+    mates = [frame.name("test", int(t)) or "?" for t in np.flatnonzero(unit == unit[code]) if t != code]
+    shown = ", ".join(mates[:3]) + (f" and {len(mates) - 3} more" if len(mates) > 3 else "")
+    return (
+        f"{together} of {failed.size} failures outside incidents together with tests it fails with "
+        f"all over the fleet ({shown}), again and again: a flaky dependency they share"
+    )
 
 
 def _clears_floor(lower: float, failures: int, config: AnalysisConfig) -> bool:

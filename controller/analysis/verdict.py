@@ -127,7 +127,9 @@ def build_incident(
             "bh_cutoff": cutoff,
             "bh_bar": bar,
             "bins_scanned": seg.bins_tested,
-            "distinct_tests": seg.distinct_tests,
+            "distinct_tests": int(np.unique(frame.cols["test"][seg.rows[frame.fail[seg.rows]]]).size),
+            # Tests that fail together wherever a fixture they share is down count once (cofailing.py).
+            "distinct_units": seg.distinct_units,
             "failed_jobs": seg.failed_jobs,
             "without_top_test_p": seg.without_top_test_p,
             "beyond_top_two_p": seg.beyond_top_two_p,

@@ -1032,6 +1032,37 @@ def test_three_hosts_of_a_bad_image_failing_alone_at_a_quiet_moment_are_not_an_o
     assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("image", "new")}
 
 
+def _row(
+    row_id: int,
+    time_ms: int,
+    failed: bool,
+    test: str,
+    place: tuple[str, str, str, str, bool],
+    job: int,
+    run: str,
+    commit: str,
+) -> tuple[object, ...]:
+    """One stored result in `Frame.append_results` order; `place` is (runner, host, pool, image,
+    ephemeral)."""
+    runner, host, pool, image, ephemeral = place
+    outcome = "failed" if failed else "passed"
+    return (
+        row_id,
+        time_ms,
+        outcome,
+        ephemeral,
+        test,
+        runner,
+        host,
+        pool,
+        image,
+        None,
+        f"job-{job}",
+        run,
+        commit,
+    )
+
+
 def _pod_fleet(seed: int, pool_sick: bool = False) -> Frame:
     """Two pools: `linux`, four persistent runners, one image; `k8s`, one pod per job on four shared
     hosts, its image drawn per pod. From hour 24 on, two pods in five start from image :43, which
@@ -1063,22 +1094,9 @@ def _pod_fleet(seed: int, pool_sick: bool = False) -> Frame:
                 struck = image == "ci:43" or (pool_sick and pool == "k8s" and minute >= 24 * 60)
                 p = 0.5 if struck and i in broken_by_43 else 0.002
                 failed = rng.random() < p
+                place = (runner, host, pool, image, ephemeral)
                 rows.append(
-                    (
-                        len(rows) + 1,
-                        at + i * 1000,
-                        "failed" if failed else "passed",
-                        ephemeral,
-                        test,
-                        runner,
-                        host,
-                        pool,
-                        image,
-                        None,
-                        f"job-{job}",
-                        f"run-{job}",
-                        f"c{job:05d}",
-                    )
+                    _row(len(rows) + 1, at + i * 1000, failed, test, place, job, f"run-{job}", f"c{job:05d}")
                 )
     frame = Frame()
     frame.append_results(rows)
@@ -1095,3 +1113,86 @@ def test_a_bad_image_on_pods_across_every_host_is_the_image_not_the_pool(seed: i
 def test_pods_failing_whatever_their_image_are_the_pool(seed: int) -> None:
     incidents = analyse(_pod_fleet(seed, pool_sick=True)).incidents
     assert [(i["kind"], i["entity"]) for i in incidents] == [("pool", "k8s")]
+
+
+def _fixture_fleet(seed: int, down_share: float = 0.04, sick: tuple[str, ...] = ("mac-1",)) -> Frame:
+    """Three pools over four days, every job running the same thirty tests: `linux` (six runners),
+    `mac` (four) and `k8s` (a pod per job on four hosts). Five of the tests share a fixture that is
+    down in `down_share` of jobs, wherever they run; then each fails with p 0.9. By bad luck linux-2 draws
+    the fixture down in two jobs in a row on the second afternoon, and one other test fails there
+    once. From hour 60, the `sick` runners are: fifteen tests (the five among them) fail half the
+    time there."""
+    rng = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    tests = [f"tests/test_suite.py::test_{i:02d}" for i in range(30)]
+    fixture = set(range(5))
+    struck_by_sickness = set(range(15))
+    places = (
+        [(f"linux-{k}", f"linux-vm-{k}", "linux", "ubuntu", False) for k in range(6)]
+        + [(f"mac-{k}", f"mac-vm-{k}", "mac", "macos", False) for k in range(4)]
+        + [(None, f"k8s-node-{k}", "k8s", "ci:42", True) for k in range(4)]
+    )
+    rows: list[tuple[object, ...]] = []
+    job = 0
+    for minute in range(0, 96 * 60, 20):
+        for runner, host, pool, image, ephemeral in places:
+            job += 1
+            name = runner or f"pod-{job}"
+            at = start + minute * 60_000
+            unlucky = runner == "linux-2" and minute in (38 * 60, 38 * 60 + 20)
+            down = unlucky or rng.random() < down_share
+            is_sick = runner in sick and minute >= 60 * 60
+            for i, test in enumerate(tests):
+                p = 0.002
+                if down and i in fixture:
+                    p = 0.9
+                if is_sick and i in struck_by_sickness:
+                    p = max(p, 0.5)
+                failed = rng.random() < p or (unlucky and minute == 38 * 60 and i == 20)
+                place = (name, host, pool, image, ephemeral)
+                rows.append(
+                    _row(
+                        len(rows) + 1,
+                        at + i * 1000,
+                        failed,
+                        test,
+                        place,
+                        job,
+                        f"run-{minute}",
+                        f"c{minute:05d}",
+                    )
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_tests_sharing_a_fixture_that_failed_together_twice_on_one_runner_are_no_sick_runner(
+    seed: int,
+) -> None:
+    # Ten failures of six tests in three jobs where one was expected: breadth enough for a sick
+    # runner, were the five tests that fail together all over the fleet not one cause.
+    incidents = analyse(_fixture_fleet(seed)).incidents
+    assert [(i["kind"], i["entity"]) for i in incidents] == [("runner", "mac-1")]
+    assert incidents[0]["statistics"]["distinct_tests"] >= 15
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_tests_failing_together_all_over_the_fleet_day_after_day_are_flaky_below_the_floor(seed: int) -> None:
+    # The fixture is down in 1.5 % of jobs: each of its tests fails about 1.4 % of its runs, under
+    # the floor a test failing alone must clear, but always with the others, on every pool, every day.
+    analysis = analyse(_fixture_fleet(seed, down_share=0.015))
+    flaky = {t["test_id"]: t["reason"] for t in analysis.tests if t["verdict"] == "flaky"}
+    assert sorted(flaky) == [f"tests/test_suite.py::test_{i:02d}" for i in range(5)]
+    assert all("together with tests it fails with all over the fleet" in r for r in flaky.values())
+    assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [("runner", "mac-1")]
+
+
+def test_five_runners_sick_alike_in_two_pools_keep_their_breadth() -> None:
+    # Their fifteen tests fail together on five hosts of two pools, day after day, and only there:
+    # no shared fixture's bad jobs spread like that, so each runner keeps its breadth.
+    sick = ("linux-0", "linux-3", "linux-5", "mac-0", "mac-2")
+    incidents = analyse(_fixture_fleet(1, sick=sick)).incidents
+    assert sorted((i["kind"], i["entity"]) for i in incidents) == [("runner", r) for r in sorted(sick)]
+    assert all(i["statistics"]["distinct_units"] >= 12 for i in incidents)

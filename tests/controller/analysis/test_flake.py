@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from common.timeutil import to_ms
+from controller.analysis.cofailing import find_groups
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.flake import FlakeInputs, score_tests
@@ -225,6 +226,7 @@ def test_a_test_failing_mostly_while_its_runner_is_short_of_memory_is_resource_s
         reasons=[],
         resource_bad=np.asarray(pressure, bool),  # rows are in time order, as canonical() keeps them
         resource_seen=np.ones(frame.size, bool),
+        groups=find_groups(frame, np.ones(frame.size, bool), AnalysisConfig()),
         as_of_ms=int(frame.time_ms.max()),
     )
     (score,) = score_tests(inputs, AnalysisConfig())
