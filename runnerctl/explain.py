@@ -219,7 +219,10 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
             f"  {incident_id}: {incident['kind']}/{incident['entity']} {incident['state']} ({incident['dimension']})"
         )
     for outage in data["outages"]:
-        _line(f"  {outage['id']}: fleet outage {outage['start']} to {outage['end']}")
+        scope = (
+            "fleet outage" if outage.get("scope", "fleet") == "fleet" else "outage of the tests it fails with"
+        )
+        _line(f"  {outage['id']}: {scope} {outage['start']} to {outage['end']}")
     for burst in data.get("bursts", []):
         _line(
             f"  {burst['id']}: burst on {burst['kind']}/{burst['entity']} {burst['start']} to {burst['end']}, "

@@ -54,7 +54,7 @@ def find_groups(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> CoFai
     candidates = _candidates(frame, rows, failed, config)
     if not candidates:
         return alone
-    runs = _Runs(frame, rows, _attempt(frame))
+    runs = _Runs(frame, rows, attempt_of(frame))
     links = [pair for pair in candidates if _linked(pair, runs, config)]
     if not links:
         return alone
@@ -94,14 +94,14 @@ def _with_group(frame: Frame, unit: np.ndarray, recurring: np.ndarray) -> np.nda
     found = np.zeros(frame.size, bool)
     if failing.size == 0:
         return found
-    cell = combine(_attempt(frame)[failing], unit[failing])
+    cell = combine(attempt_of(frame)[failing], unit[failing])
     _, first = np.unique(combine(cell, frame.cols["test"][failing]), return_index=True)
     cells, tests = np.unique(cell[first], return_counts=True)
     found[failing] = tests[np.searchsorted(cells, cell)] >= 2
     return found
 
 
-def _attempt(frame: Frame) -> np.ndarray:
+def attempt_of(frame: Frame) -> np.ndarray:
     """Per row: a code of its attempt — its job on its runner (-1 where the job is not named)."""
     job, runner = frame.cols["job"], frame.cols["runner"]
     attempt: np.ndarray = np.where(job >= 0, combine(job, runner), -1)
@@ -114,12 +114,12 @@ def _failing_attempts(frame: Frame, rows: np.ndarray) -> np.ndarray:
     failed = np.flatnonzero(rows & frame.fail & (frame.cols["job"] >= 0))
     if failed.size == 0:
         return failed
-    _, attempt = sorted_codes(_attempt(frame)[failed])
+    _, attempt = sorted_codes(attempt_of(frame)[failed])
     _, first = np.unique(combine(attempt, frame.cols["test"][failed]), return_index=True)
     return failed[np.sort(first)]
 
 
-def _host(frame: Frame) -> np.ndarray:
+def host_of(frame: Frame) -> np.ndarray:
     """Per row: its host, or for a runner with none named, the runner (codes after the hosts')."""
     machine, runner = frame.cols["machine"], frame.cols["runner"]
     host: np.ndarray = np.where(machine >= 0, machine, int(machine.max()) + 1 + runner)
@@ -127,7 +127,7 @@ def _host(frame: Frame) -> np.ndarray:
 
 
 def _place_of_rows(frame: Frame, column: str) -> np.ndarray:
-    place: np.ndarray = _host(frame) if column == "machine" else frame.cols[column]
+    place: np.ndarray = host_of(frame) if column == "machine" else frame.cols[column]
     return place
 
 
@@ -163,7 +163,7 @@ def _candidates(frame: Frame, rows: np.ndarray, failed: np.ndarray, config: Anal
             left_out.setdefault(k, []).append((column, x))
         kept &= ~np.isin(cell_of, cells[concentrated])
     pair_kept, at_kept = pair_of[kept], at[kept]
-    host = _host(frame)
+    host = host_of(frame)
     span = int(host.max()) + 1
     hosts = np.bincount(
         np.unique(pair_kept.astype(np.int64) * span + host[at_kept]) // span, minlength=keys.size
@@ -246,7 +246,7 @@ def _pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Every pair of tests (a < b) failing in one attempt, and a row of that attempt. Attempts failing
     more than `cofail_max_attempt_failures` tests are a sick runner or an outage, not a shared fixture."""
-    attempt = _attempt(frame)[failed]
+    attempt = attempt_of(frame)[failed]
     order = np.argsort(attempt, kind="stable")
     failed, attempt = failed[order], attempt[order]
     starts = np.flatnonzero(np.concatenate([[True], attempt[1:] != attempt[:-1]]))

@@ -73,6 +73,10 @@ class AnalysisConfig(BaseModel):
     cofail_recurring_days: int = Field(
         default=3, description="days a flaky fixture's tests failed together on, at least"
     )
+    group_outage_p: float = Field(
+        default=1e-4, description="an hour whose jobs failed a group's tests together this far beyond usual"
+    )
+    group_outage_min_hosts: int = Field(default=4, description="on this many hosts or more")
     cofail_max_attempt_failures: int = Field(
         default=30, description="attempts failing more tests than this are not a shared fixture"
     )

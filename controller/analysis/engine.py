@@ -12,11 +12,12 @@ import numpy as np
 
 from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
-from controller.analysis.cofailing import find_groups
+from controller.analysis.cofailing import CoFailingGroups, find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
+from controller.analysis.group_outages import GroupOutage, find_group_outages, group_outage_rows
 from controller.analysis.horizon import horizon
 from controller.analysis.levels import build_levels
 from controller.analysis.outages import Outage, find_outages, outage_mask
@@ -63,6 +64,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
 
     badness = judge_readings(frame, config)
     groups = find_groups(frame, usable, config)
+    # What a group of tests shares going down takes their runs in those hours, as an outage does.
+    group_outages = find_group_outages(frame, usable, groups, config)
+    in_group_outage = [group_outage_rows(frame, groups, outage) & selected for outage in group_outages]
+    for rows in in_group_outage:
+        usable &= ~rows
     found = find_clusters(frame, usable, bins, badness, groups.unit, config)
     clusters, cutoff, tested = found.clusters, found.cutoff, found.tested
     levels = build_levels(frame, usable)
@@ -93,6 +99,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         outage_id = f"outage-{number}"
         outage_dicts.append(_outage_dict(outage_id, outage))
         inside = selected & (frame.time_ms >= outage.start_ms) & (frame.time_ms < outage.end_ms)
+        reasons.append(outage_id)
+        discount[inside & (discount < 0)] = len(reasons) - 1
+    for number, (group_outage, inside) in enumerate(zip(group_outages, in_group_outage, strict=True)):
+        outage_id = f"outage-{len(outages) + number + 1}"
+        outage_dicts.append(_group_outage_dict(outage_id, group_outage, groups, frame))
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     burst_dicts = []
@@ -139,6 +150,24 @@ def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
         "expected": round(outage.expected, 2),
         "runners_failing": outage.runners_failing,
         "runners_active": outage.runners_active,
+    }
+
+
+def _group_outage_dict(
+    outage_id: str, outage: GroupOutage, groups: CoFailingGroups, frame: Frame
+) -> dict[str, Any]:
+    tests = [frame.name("test", int(t)) for t in np.flatnonzero(groups.code_unit == outage.unit)]
+    return {
+        "id": outage_id,
+        "scope": "tests",
+        "tests": tests,
+        "start": iso(outage.start_ms),
+        "end": iso(outage.end_ms),
+        "failures": outage.failures,
+        "executions": outage.executions,
+        "expected": round(outage.expected, 2),
+        "runners_failing": outage.hosts_failing,
+        "runners_active": outage.hosts_active,
     }
 
 

@@ -1196,3 +1196,31 @@ def test_five_runners_sick_alike_in_two_pools_keep_their_breadth() -> None:
     incidents = analyse(_fixture_fleet(1, sick=sick)).incidents
     assert sorted((i["kind"], i["entity"]) for i in incidents) == [("runner", r) for r in sorted(sick)]
     assert all(i["statistics"]["distinct_units"] >= 12 for i in incidents)
+
+
+def _service_fleet(seed: int) -> Frame:
+    """Sixteen runners over three days, a job every ten minutes each, running one of six shards of
+    twenty tests. Six tests of shard 0 call a service, which is down for forty minutes on the second
+    afternoon: those tests then fail nine runs in ten, in whichever jobs ran shard 0 — one job in
+    six, so at any moment all but a host or two pass everything."""
+    rng = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    down_from, down_to = 38 * 60, 38 * 60 + 40
+    rows: list[tuple[object, ...]] = []
+    job = 0
+    for minute in range(0, 72 * 60, 10):
+        for k in range(16):
+            job += 1
+            shard = int(rng.integers(6))
+            place = (f"linux-{k}", f"linux-vm-{k}", "linux", "ubuntu", False)
+            for i in range(20):
+                test = f"tests/test_shard{shard}.py::test_{i:02d}"
+                p = 0.9 if shard == 0 and i < 6 and down_from <= minute < down_to else 0.002
+                failed = rng.random() < p
+                at = start + minute * 60_000 + k * 7_000 + i * 1000
+                rows.append(
+                    _row(len(rows) + 1, at, failed, test, place, job, f"run-{minute}", f"c{minute:05d}")
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
