@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pytest
@@ -632,6 +633,17 @@ def test_the_same_weak_excess_without_readings_is_no_verdict(seed: int) -> None:
     assert _weak_clock(seed, agent_silent=True).incidents == []
 
 
+def _the_one_verdict(
+    scenario: Scenario, seed: int, runner: str, dimension: str
+) -> tuple[dict[str, Any], int]:
+    """The fleet's only incident, which must be `runner` sick in `dimension`, and when the truth says
+    it fell sick (ms)."""
+    fleet = simulate(scenario, seed=seed)
+    (incident,) = analyse(frame_of(fleet)).incidents
+    assert (incident["entity"], incident["state"], incident["dimension"]) == (runner, "sick", dimension)
+    return incident, to_ms(fleet.truth.sick_onset[("runner", runner)])
+
+
 @pytest.mark.parametrize(("fail_prob", "seed"), [(0.025, 5), (0.05, 3), (0.05, 1), (0.1, 4)])
 def test_a_weak_fault_is_dated_from_its_readings_not_a_stray_failure_days_before(
     fail_prob: float, seed: int
@@ -644,10 +656,7 @@ def test_a_weak_fault_is_dated_from_its_readings_not_a_stray_failure_days_before
         duration_days=4.0,
         events=(SickRunner("linux-05", "clock", onset=timedelta(hours=60), fail_prob=fail_prob),),
     )
-    fleet = simulate(scenario, seed=seed)
-    (incident,) = analyse(frame_of(fleet)).incidents
-    assert (incident["entity"], incident["state"], incident["dimension"]) == ("linux-05", "sick", "clock")
-    truth = to_ms(fleet.truth.sick_onset[("runner", "linux-05")])
+    incident, truth = _the_one_verdict(scenario, seed, "linux-05", "clock")
     onset = to_ms_text(incident["onset"])
     assert truth - 3_600_000 <= onset <= truth + 6 * 3_600_000
 
@@ -667,10 +676,7 @@ def test_a_runner_whose_shard_holds_a_platform_test_is_dated_from_its_sickness_n
             SickRunner("linux-01", "disk", onset=timedelta(hours=60), fail_prob=0.3),
         ),
     )
-    fleet = simulate(scenario, seed=seed)
-    (incident,) = analyse(frame_of(fleet)).incidents
-    assert (incident["entity"], incident["state"], incident["dimension"]) == ("linux-01", "sick", "disk")
-    truth = to_ms(fleet.truth.sick_onset[("runner", "linux-01")])
+    incident, truth = _the_one_verdict(scenario, seed, "linux-01", "disk")
     assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 6 * 3_600_000
     assert min(to_ms_text(job["first_failure"]) for job in incident["affected_jobs"]) >= truth - 3_600_000
 
@@ -696,10 +702,7 @@ def test_a_runner_whose_own_tests_failed_before_its_cache_went_bad_is_dated_from
             SickRunner("linux-02", "cache", onset=timedelta(hours=150), fail_prob=fail_prob),
         ),
     )
-    fleet = simulate(scenario, seed=seed)
-    (incident,) = analyse(frame_of(fleet)).incidents
-    assert (incident["entity"], incident["state"], incident["dimension"]) == ("linux-02", "sick", "cache")
-    truth = to_ms(fleet.truth.sick_onset[("runner", "linux-02")])
+    incident, truth = _the_one_verdict(scenario, seed, "linux-02", "cache")
     onset = to_ms_text(incident["onset"])
     assert truth <= onset <= truth + 3 * 3_600_000
     assert to_ms_text(incident["decided_at"]) >= onset
@@ -720,15 +723,8 @@ def test_a_runner_falling_sick_on_the_last_day_of_twelve_is_found_beside_its_own
             SickRunner("mac-01", "disk", onset=timedelta(hours=280), fail_prob=0.1),
         ),
     )
-    fleet = simulate(scenario, seed=seed)
-    (incident,) = analyse(frame_of(fleet)).incidents
-    assert (incident["kind"], incident["entity"], incident["state"], incident["dimension"]) == (
-        "runner",
-        "mac-01",
-        "sick",
-        "disk",
-    )
-    truth = to_ms(fleet.truth.sick_onset[("runner", "mac-01")])
+    incident, truth = _the_one_verdict(scenario, seed, "mac-01", "disk")
+    assert incident["kind"] == "runner"
     assert truth - 3_600_000 <= to_ms_text(incident["onset"]) <= truth + 3 * 3_600_000
 
 
