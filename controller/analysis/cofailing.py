@@ -42,6 +42,11 @@ class CoFailingGroups:
     # the fleet-wide look did not catch).
     with_recurring_group: np.ndarray
 
+    def in_group(self) -> np.ndarray:
+        """Per test code: whether it is in a group (shares its unit with another test)."""
+        in_group: np.ndarray = np.bincount(self.code_unit, minlength=self.code_unit.size)[self.code_unit] >= 2
+        return in_group
+
 
 def find_groups(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> CoFailingGroups:
     """The groups of tests that fail together, judged over the `rows` mask."""

@@ -44,9 +44,7 @@ def find_group_outages(
     p < group_outage_p), on `group_outage_min_hosts` hosts or more."""
     test = frame.cols["test"]
     n_tests = int(test.max()) + 1 if test.size else 0
-    grouped = groups.code_unit != np.arange(n_tests)
-    grouped[groups.code_unit[grouped]] = True  # the group's smallest code is in it too
-    idx = np.flatnonzero(rows & grouped[test] & (frame.cols["job"] >= 0))
+    idx = np.flatnonzero(rows & groups.in_group()[test] & (frame.cols["job"] >= 0))
     if idx.size == 0:
         return []
     unit, fail, hour = groups.unit[idx].astype(np.int64), frame.fail[idx], frame.time_ms[idx] // HOUR_MS
