@@ -166,6 +166,14 @@ class AnalysisConfig(BaseModel):
         description="over twice broken_min_runs runs or more, this share failing is broken too: a test "
         "that fails nine runs in ten on one platform is that platform's, not flaky",
     )
+    platform_min_rate: float = Field(
+        default=0.5,
+        description="a pool failing most of a test's runs (this share of four times broken_min_runs or "
+        "more) while every other pool passes nearly all of them: that platform's, not flaky",
+    )
+    platform_max_elsewhere: float = Field(
+        default=0.05, description="the most the other pools may fail it then, for that platform verdict"
+    )
     resource_p: float = 0.01
     resource_min_share: float = 0.6
 

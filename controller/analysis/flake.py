@@ -268,7 +268,11 @@ def _broken_or_platform(
             if np.unique(ran[frame.fail[stretch]]).size >= 2:
                 spread.add(int(pool))
     if not failing:
-        return _was_broken(frame, keep, config) or _broken_by_commit(frame, keep, config)
+        return (
+            _fails_mostly_on_some_pools(frame, keep, where, config)
+            or _was_broken(frame, keep, config)
+            or _broken_by_commit(frame, keep, config)
+        )
     start = min(failing.values())
     passing = []
     for pool in np.unique(pools):
@@ -289,6 +293,64 @@ def _broken_or_platform(
     if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
     return _broken_by_commit(frame, keep, config)
+
+
+def _fails_mostly_on_some_pools(
+    frame: Frame, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig
+) -> tuple[str, str] | None:
+    """('platform', why) when some pools fail most of its runs from some time on (platform_min_rate
+    of four times broken_min_runs or more), on two runners or more, while every other pool passes
+    (nearly) all of them then. A flaky test failing half its runs fails on every platform; one that
+    fails two runs in three on arm and never on linux is arm's, letting a run through now and then."""
+    pools = frame.cols["pool"][keep]
+    failing: dict[int, tuple[int, str]] = {}
+    for pool in np.unique(pools):
+        in_pool = pools == pool
+        sub = keep[in_pool]
+        since = _mostly_failing_since(frame.fail[sub], config.platform_min_rate, 4 * config.broken_min_runs)
+        if since is None:
+            continue
+        stretch = sub[since:]
+        if np.unique(where[in_pool][since:][frame.fail[stretch]]).size < 2:
+            continue
+        failing[int(pool)] = (
+            int(frame.time_ms[stretch[0]]),
+            f"{int(frame.fail[stretch].sum())} of {stretch.size}",
+        )
+    if not failing:
+        return None
+    start = min(since for since, _ in failing.values())
+    passing = []
+    for pool in np.unique(pools[frame.time_ms[keep] >= start]):
+        if int(pool) in failing:
+            continue
+        later = keep[(pools == pool) & (frame.time_ms[keep] >= start)]
+        if (
+            later.size < 2 * config.broken_min_runs
+            or frame.fail[later].mean() > config.platform_max_elsewhere
+        ):
+            return None
+        passing.append(int(pool))
+    if not passing:
+        return None
+    runs = "; ".join(
+        f"{share} runs on pool {frame.name('pool', p)}" for p, (_, share) in sorted(failing.items())
+    )
+    others = ", ".join(sorted(frame.name("pool", p) or "?" for p in passing))
+    return "platform", f"fails {runs} since {iso(start)} while passing on {others}"
+
+
+def _mostly_failing_since(fail: np.ndarray, rate: float, min_runs: int) -> int | None:
+    """Earliest index from which `rate` or more of the runs fail, over `min_runs` runs or more up to the
+    last; None where none of the last six failed (recovered: at half, that is one chance in 64)."""
+    n = fail.size
+    if n < min_runs or not fail[-6:].any():
+        return None
+    tail_fails = np.cumsum(fail[::-1])[::-1]
+    tail_count = np.arange(n, 0, -1)
+    lead = np.where(tail_count >= min_runs, tail_fails - rate * tail_count, -np.inf)
+    start = int(np.argmax(lead))
+    return start if lead[start] >= 0 else None
 
 
 def _was_broken(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:
