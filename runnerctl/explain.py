@@ -220,7 +220,7 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
         )
     for outage in data["outages"]:
         scope = (
-            "fleet outage" if outage.get("scope", "fleet") == "fleet" else "outage of the tests it fails with"
+            "fleet outage" if outage.get("scope", "fleet") == "fleet" else "outage of what these tests use"
         )
         _line(f"  {outage['id']}: {scope} {outage['start']} to {outage['end']}")
     for burst in data.get("bursts", []):

@@ -77,6 +77,16 @@ class AnalysisConfig(BaseModel):
         default=1e-4, description="an hour whose jobs failed a group's tests together this far beyond usual"
     )
     group_outage_min_hosts: int = Field(default=4, description="on this many hosts or more")
+    dependency_min_rate: float = Field(
+        default=0.5, description="an hour in which one test failed this share of its runs fleet-wide"
+    )
+    dependency_outage_p: float = Field(
+        default=1e-6, description="and this far beyond its usual rate: an outage of what it depends on"
+    )
+    dependency_max_others: float = Field(
+        default=0.1,
+        description="unless the jobs it failed in failed more than this share of their other tests",
+    )
     cofail_max_attempt_failures: int = Field(
         default=30, description="attempts failing more tests than this are not a shared fixture"
     )

@@ -14,6 +14,7 @@ from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
 from controller.analysis.cofailing import CoFailingGroups, find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
+from controller.analysis.dependency_outages import DependencyOutage, find_dependency_outages
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
@@ -69,6 +70,10 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     in_group_outage = [group_outage_rows(frame, groups, outage) & selected for outage in group_outages]
     for rows in in_group_outage:
         usable &= ~rows
+    # One test failing most runs fleet-wide for a few hours, then passing: what it calls was down.
+    dependency_outages = find_dependency_outages(frame, usable, config)
+    for dependency_outage in dependency_outages:
+        usable &= ~dependency_outage.rows
     found = find_clusters(frame, usable, bins, badness, groups.unit, config)
     clusters, cutoff, tested = found.clusters, found.cutoff, found.tested
     levels = build_levels(frame, usable)
@@ -106,6 +111,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         outage_dicts.append(_group_outage_dict(outage_id, group_outage, groups, frame))
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
+    for dependency_outage in dependency_outages:
+        outage_id = f"outage-{len(outage_dicts) + 1}"
+        outage_dicts.append(_dependency_outage_dict(outage_id, dependency_outage, frame))
+        reasons.append(outage_id)
+        discount[dependency_outage.rows & selected & (discount < 0)] = len(reasons) - 1
     burst_dicts = []
     for number, burst in enumerate(found.bursts, start=1):
         burst_id = f"burst-{number}"
@@ -161,6 +171,21 @@ def _group_outage_dict(
         "id": outage_id,
         "scope": "tests",
         "tests": tests,
+        "start": iso(outage.start_ms),
+        "end": iso(outage.end_ms),
+        "failures": outage.failures,
+        "executions": outage.executions,
+        "expected": round(outage.expected, 2),
+        "runners_failing": outage.hosts_failing,
+        "runners_active": outage.hosts_active,
+    }
+
+
+def _dependency_outage_dict(outage_id: str, outage: DependencyOutage, frame: Frame) -> dict[str, Any]:
+    return {
+        "id": outage_id,
+        "scope": "tests",
+        "tests": [frame.name("test", t) for t in outage.tests],
         "start": iso(outage.start_ms),
         "end": iso(outage.end_ms),
         "failures": outage.failures,

@@ -1,0 +1,257 @@
+"""Outages of what a test depends on: an external service it calls goes down for a few hours, and the
+test fails most of its runs all over the fleet, then passes again.
+
+Neither the fleet-wide look (outages.py) nor the groups' (group_outages.py) sees it when the tests
+that use the service run in different jobs: no job fails many tests, and no two of them fail in the
+same job. Left alone, its failures are charged to the test (flaky), or the test is called broken for
+a stretch it did not cause. A few hours in which one test failed most of its runs
+(`dependency_min_rate`), far beyond its usual rate (binomial, p < `dependency_outage_p`), on
+`group_outage_min_hosts` hosts or more, are an outage of its dependency when it is not something
+else that fails a test that way:
+- longer than `outage_max_s`, or the test kept failing after: a broken test;
+- on one pool or image alone where it ran on several, or in jobs that failed much else besides
+  (`dependency_max_others` of their other tests, those in outages of their own aside): a sick place;
+- bound to commits — runs of older commits passed in the span while the new ones failed, or the
+  span's commits failed again later: a broken commit, fixed since.
+Where neither time nor commits tell (every run failed, on commits seen nowhere else; or the test did
+not run again after), the span counts only beside another test's that is clear. Tests whose spans
+overlap are one outage; each loses only its own runs in its own span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from controller.analysis.baseline import sorted_codes
+from controller.analysis.cofailing import attempt_of, host_of
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.frame import Frame
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class DependencyOutage:
+    tests: tuple[int, ...]  # test codes
+    start_ms: int
+    end_ms: int
+    rows: np.ndarray  # mask: the tests' runs within their own spans
+    failures: int
+    executions: int
+    expected: float  # failures at the tests' usual rates
+    hosts_failing: int  # most hosts failing one of the tests over its span
+    hosts_active: int  # most hosts running one of the tests over its span
+
+
+@dataclass(frozen=True)
+class _Span:
+    test: int
+    start_hour: int
+    stop_hour: int  # exclusive
+    hosts_failing: int
+    hosts_active: int
+    clear: bool  # time-bound beyond doubt: it passed again after, and not every run failed unexplained
+
+    def overlaps(self, other: _Span) -> bool:
+        return self.start_hour < other.stop_hour and other.start_hour < self.stop_hour
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The judged rows and what every span's checks read about them."""
+
+    idx: np.ndarray  # frame row numbers
+    test: np.ndarray
+    fail: np.ndarray
+    hour: np.ndarray
+    host: np.ndarray
+    commit: np.ndarray
+    commit_first_ms: np.ndarray  # per row: when its commit was first seen (-1: no commit)
+    attempt: np.ndarray  # per row: a compact code of its attempt (-1: job not named)
+
+
+def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> list[DependencyOutage]:
+    """The outages of what single tests depend on, among the `rows` mask, in time order."""
+    judged = _rows(frame, rows)
+    if judged.idx.size == 0:
+        return []
+    n_tests = int(judged.test.max()) + 1
+    runs = np.bincount(judged.test, minlength=n_tests)
+    failures = np.bincount(judged.test, weights=judged.fail, minlength=n_tests)
+    usual = (failures + 1.0) / (runs + 2.0)
+    spans: list[_Span] = []
+    for code in np.flatnonzero(failures >= config.group_outage_min_hosts).tolist():
+        spans += _spans_of(frame, judged, code, float(usual[code]), config)
+    spans = [span for span in spans if not _much_else_failed(judged, span, spans, config)]
+    return _merged(frame, rows, spans, usual)
+
+
+def _rows(frame: Frame, rows: np.ndarray) -> _Rows:
+    idx = np.flatnonzero(rows)
+    commit = frame.cols["commit"][idx]
+    first_ms = np.full(int(commit.max()) + 2 if commit.size else 1, np.iinfo(np.int64).max)
+    np.minimum.at(first_ms, commit + 1, frame.time_ms[idx])
+    attempt = attempt_of(frame)[idx]
+    named = attempt >= 0
+    compact = np.full(idx.size, -1, np.int64)
+    compact[named] = sorted_codes(attempt[named])[1]
+    return _Rows(
+        idx=idx,
+        test=frame.cols["test"][idx],
+        fail=frame.fail[idx],
+        hour=frame.time_ms[idx] // HOUR_MS,
+        host=host_of(frame)[idx],
+        commit=commit,
+        commit_first_ms=np.where(commit >= 0, first_ms[commit + 1], -1),
+        attempt=compact,
+    )
+
+
+def _spans_of(frame: Frame, judged: _Rows, code: int, usual: float, config: AnalysisConfig) -> list[_Span]:
+    """Windows of up to outage_max_s in which the test failed most of its runs, far beyond its usual
+    rate; overlapping ones merged. Windows, not single hours: a test run twice an hour fails on four
+    hosts only over a few hours."""
+    mine = np.flatnonzero(judged.test == code)
+    hour, fail = judged.hour[mine], judged.fail[mine]
+    hours, hour_of = np.unique(hour, return_inverse=True)
+    n = np.concatenate([[0], np.cumsum(np.bincount(hour_of))])
+    k = np.concatenate([[0], np.cumsum(np.bincount(hour_of, weights=fail))])
+    longest = config.outage_max_s // 3600
+    flagged_to = np.full(hours.size, -1)  # per start hour: the last hour of its longest flagged window
+    for offset in range(longest + 1):
+        start = np.arange(hours.size - offset)
+        stop = start + offset
+        window_runs, window_failed = n[stop + 1] - n[start], k[stop + 1] - k[start]
+        flagged = (
+            (hours[stop] - hours[start] <= longest)
+            & (window_failed >= config.group_outage_min_hosts)
+            & (window_failed >= config.dependency_min_rate * window_runs)
+            & (stats.binom.sf(window_failed - 1, window_runs, usual) < config.dependency_outage_p)
+        )
+        flagged_to[start[flagged]] = stop[flagged]
+    mostly_failed = np.diff(k) >= config.dependency_min_rate * np.diff(n)
+    spans = []
+    for first_index, last_index in _merged_windows(flagged_to):
+        # A window reaches into the clean hours around the outage as far as its rate allows: the
+        # span is from the first to the last hour that failed most runs itself.
+        core = first_index + np.flatnonzero(mostly_failed[first_index : last_index + 1])
+        if core.size == 0:
+            continue
+        first, last = int(hours[core[0]]), int(hours[core[-1]])
+        if last - first > longest:
+            continue  # longer than an outage lasts: broken, or a sick place, judged as such
+        inside = mine[(hour >= first) & (hour <= last)]
+        failing_hosts = np.unique(judged.host[inside[judged.fail[inside]]]).size
+        if failing_hosts < config.group_outage_min_hosts:
+            continue
+        after = ~judged.fail[mine[hour > last]]
+        recovered = after.size >= config.broken_min_runs
+        if recovered and after.mean() < 0.5:
+            continue  # kept failing after: broken, not an outage
+        places = (frame.cols["pool"][judged.idx[inside]], frame.cols["image"][judged.idx[inside]])
+        if any(_one_place_only(place, judged.fail[inside]) for place in places):
+            continue
+        bound = _commit_bound(judged, mine, inside, first * HOUR_MS, (last + 1) * HOUR_MS, config)
+        if bound is True:
+            continue
+        hosts_active = np.unique(judged.host[inside]).size
+        clear = recovered and bound is False
+        spans.append(_Span(code, first, last + 1, failing_hosts, hosts_active, clear))
+    return spans
+
+
+def _merged_windows(flagged_to: np.ndarray) -> list[tuple[int, int]]:
+    """Index ranges [first, last] covered by flagged windows (start i to flagged_to[i]) that overlap
+    or touch."""
+    merged: list[tuple[int, int]] = []
+    for start in np.flatnonzero(flagged_to >= 0).tolist():
+        stop = int(flagged_to[start])
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return merged
+
+
+def _one_place_only(place: np.ndarray, fail: np.ndarray) -> bool:
+    """It ran on several pools (or images) in the span but failed on one only: that place's problem."""
+    return bool(np.unique(place).size >= 2 and np.unique(place[fail]).size < 2)
+
+
+def _commit_bound(
+    judged: _Rows, mine: np.ndarray, inside: np.ndarray, start_ms: int, end_ms: int, config: AnalysisConfig
+) -> bool | None:
+    """True where the failures follow commits rather than time, False where time, None where the runs
+    cannot tell: older commits run in the span passed while new ones failed, or the span's commits
+    failed again after it (a broken commit, fixed later) — or they ran in the span alone and every run
+    failed."""
+    fail, first_ms = judged.fail[inside], judged.commit_first_ms[inside]
+    known = first_ms >= 0
+    older = known & (first_ms < start_ms)
+    if older.sum() >= 2:
+        return bool(fail[older].mean() < config.dependency_min_rate <= fail[~older].mean())
+    span_commits = np.unique(judged.commit[inside][known])
+    later = mine[(judged.hour[mine] * HOUR_MS >= end_ms) & np.isin(judged.commit[mine], span_commits)]
+    if later.size >= 2:
+        return bool(judged.fail[later].mean() >= config.dependency_min_rate)
+    return None if fail.all() else False
+
+
+def _much_else_failed(judged: _Rows, span: _Span, spans: list[_Span], config: AnalysisConfig) -> bool:
+    """Whether the jobs it failed in (the middle one of them) failed more than `dependency_max_others`
+    of their other tests too: a sick host, image or pool fails much of what it runs; a service's
+    outage fails the tests that call it. Tests with spans of their own overlapping this one are not
+    counted against it."""
+    in_span = (judged.hour >= span.start_hour) & (judged.hour < span.stop_hour)
+    attempts = judged.attempt[in_span & (judged.test == span.test) & judged.fail]
+    attempts = np.unique(attempts[attempts >= 0])
+    if attempts.size == 0:
+        return False
+    beside = {other.test for other in spans if other.overlaps(span)} | {span.test}
+    others = np.flatnonzero(np.isin(judged.attempt, attempts) & ~np.isin(judged.test, list(beside)))
+    if others.size == 0:
+        return False
+    # Job by job, the middle one: a few of its jobs on a sick image beside the outage do not decide.
+    _, job = np.unique(judged.attempt[others], return_inverse=True)
+    share = np.bincount(job, weights=judged.fail[others]) / np.bincount(job)
+    return bool(np.median(share) > config.dependency_max_others)
+
+
+def _merged(frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarray) -> list[DependencyOutage]:
+    """Tests whose spans overlap share one outage, if one of them is clear; each keeps only its own
+    span's runs."""
+    spans.sort(key=lambda s: (s.start_hour, s.test))
+    clusters: list[list[_Span]] = []
+    for span in spans:
+        if clusters and span.start_hour < max(s.stop_hour for s in clusters[-1]):
+            clusters[-1].append(span)
+        else:
+            clusters.append([span])
+    test, hour = frame.cols["test"], frame.time_ms // HOUR_MS
+    outages = []
+    for cluster in clusters:
+        if not any(span.clear for span in cluster):
+            continue
+        mask = np.zeros(frame.size, bool)
+        expected = 0.0
+        for span in cluster:
+            own = rows & (test == span.test) & (hour >= span.start_hour) & (hour < span.stop_hour)
+            mask |= own
+            expected += float(usual[span.test]) * int(own.sum())
+        outages.append(
+            DependencyOutage(
+                tests=tuple(sorted({s.test for s in cluster})),
+                start_ms=min(s.start_hour for s in cluster) * HOUR_MS,
+                end_ms=max(s.stop_hour for s in cluster) * HOUR_MS,
+                rows=mask,
+                failures=int(frame.fail[mask].sum()),
+                executions=int(mask.sum()),
+                expected=expected,
+                hosts_failing=max(s.hosts_failing for s in cluster),
+                hosts_active=max(s.hosts_active for s in cluster),
+            )
+        )
+    return outages

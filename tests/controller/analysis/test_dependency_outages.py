@@ -1,0 +1,91 @@
+"""A service some tests call goes down for a few hours: an outage of what they use, not flaky or
+broken tests, even when they run in different jobs and never fail together in one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from controller.analysis.engine import Analysis, analyse
+from controller.analysis.frame import Frame
+from tests.controller.analysis.test_detection import _row
+
+START = 1_796_284_800_000  # 2026-12-03T08:00:00Z
+SERVICE = ("tests/test_shard1.py::test_03", "tests/test_shard3.py::test_11", "tests/test_shard5.py::test_07")
+BROKEN = "tests/test_shard2.py::test_05"
+FLAKY = "tests/test_shard4.py::test_09"
+MAC_ONLY = "tests/test_shard0.py::test_14"
+
+
+def _payments_fleet(seed: int, down_hours: float = 4.0) -> Frame:
+    """Three days, twelve runners in two pools (linux, mac), a job every fifteen minutes each running
+    one of six shards of twenty tests. Three tests in three shards call a payments service that is
+    down from 14:00 on the second day for `down_hours`: they fail three runs in four then, in whatever
+    job ran them. Beside it: a test broken from hour 60 to the end, a test flaky at 20 % everywhere,
+    and a test that fails on mac only for three hours on the first afternoon (mac's problem)."""
+    rng = np.random.default_rng(seed)
+    down_from, down_to = (30 * 60), (30 * 60 + int(down_hours * 60))
+    places = [(f"linux-{k}", f"linux-vm-{k}", "linux", "ubuntu", False) for k in range(8)] + [
+        (f"mac-{k}", f"mac-vm-{k}", "mac", "macos", False) for k in range(4)
+    ]
+    rows: list[tuple[object, ...]] = []
+    job = 0
+    for minute in range(0, 72 * 60, 15):
+        for k, place in enumerate(places):
+            job += 1
+            shard = int(rng.integers(6))
+            for i in range(20):
+                test = f"tests/test_shard{shard}.py::test_{i:02d}"
+                p = 0.002
+                if test in SERVICE and down_from <= minute < down_to:
+                    p = 0.75
+                elif test == BROKEN and minute >= 60 * 60:
+                    p = 1.0
+                elif test == FLAKY:
+                    p = 0.2
+                elif test == MAC_ONLY and place[2] == "mac" and 6 * 60 <= minute < 9 * 60:
+                    p = 1.0
+                at = START + minute * 60_000 + k * 5_000 + i * 200
+                failed = bool(rng.random() < p)
+                rows.append(
+                    _row(len(rows) + 1, at, failed, test, place, job, f"run-{minute}", f"c{minute:05d}")
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def analysed(request: pytest.FixtureRequest) -> Analysis:
+    return analyse(_payments_fleet(request.param))
+
+
+def test_a_service_down_for_four_hours_is_an_outage_of_the_tests_that_call_it(analysed: Analysis) -> None:
+    outages = [o for o in analysed.outages if o["scope"] == "tests"]
+    assert [sorted(o["tests"]) for o in outages] == [sorted(SERVICE)]
+    # Down 14:00 to 18:00 on the second day: the hours it fell in.
+    (outage,) = outages
+    assert outage["start"] <= "2026-12-04T14:00:00Z" and outage["end"] >= "2026-12-04T18:00:00Z"
+    assert outage["end"] <= "2026-12-04T19:00:00Z"
+
+
+def test_the_tests_that_call_the_service_are_neither_flaky_nor_broken(analysed: Analysis) -> None:
+    scores = analysed.tests_by_id()
+    (outage,) = [o for o in analysed.outages if o["scope"] == "tests"]
+    for test in SERVICE:
+        assert scores[test]["verdict"] == "healthy", scores[test]["reason"]
+        assert scores[test]["discounted_by"].get(outage["id"], 0) >= 4
+
+
+def test_a_broken_test_a_flaky_test_and_one_platforms_spell_stay_what_they_are(analysed: Analysis) -> None:
+    scores = analysed.tests_by_id()
+    assert scores[BROKEN]["verdict"] == "broken"
+    assert scores[FLAKY]["verdict"] == "flaky"
+    for outage in analysed.outages:
+        assert not {BROKEN, FLAKY, MAC_ONLY} & set(outage.get("tests", []))
+
+
+def test_a_service_down_for_two_days_is_no_outage() -> None:
+    # Longer than an outage lasts: whatever it is, it is not a spell to leave out.
+    analysis = analyse(_payments_fleet(1, down_hours=40.0))
+    assert [o for o in analysis.outages if o["scope"] == "tests"] == []
