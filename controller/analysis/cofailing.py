@@ -113,6 +113,20 @@ def attempt_of(frame: Frame) -> np.ndarray:
     return attempt
 
 
+def others_failing(frame: Frame, rows: np.ndarray, attempts: np.ndarray, tests: np.ndarray) -> float:
+    """Job by job over `attempts` (codes from attempt_of), the middle share of the `rows` of tests not
+    in `tests` that failed: a sick host, image or pool fails much of what it runs, while a service's
+    outage fails the tests that call it. The middle job, so a few of them on a sick image beside an
+    outage do not decide. 0 where no other test ran in them."""
+    attempt = attempt_of(frame)
+    others = np.flatnonzero(rows & np.isin(attempt, attempts) & ~np.isin(frame.cols["test"], tests))
+    if others.size == 0:
+        return 0.0
+    _, job = np.unique(attempt[others], return_inverse=True)
+    share = np.bincount(job, weights=frame.fail[others]) / np.bincount(job)
+    return float(np.median(share))
+
+
 def _failing_attempts(frame: Frame, rows: np.ndarray) -> np.ndarray:
     """The failing rows among `rows` in named jobs, one per test and attempt (a test retried within
     an attempt counts once)."""

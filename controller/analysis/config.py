@@ -83,9 +83,10 @@ class AnalysisConfig(BaseModel):
     dependency_outage_p: float = Field(
         default=1e-6, description="and this far beyond its usual rate: an outage of what it depends on"
     )
-    dependency_max_others: float = Field(
+    max_others_failing: float = Field(
         default=0.1,
-        description="unless the jobs it failed in failed more than this share of their other tests",
+        description="an outage of what some tests use fails them, not the rest of their jobs: where those "
+        "jobs failed more than this share of their other tests too, it is a sick place",
     )
     cofail_max_attempt_failures: int = Field(
         default=30, description="attempts failing more tests than this are not a shared fixture"

@@ -10,7 +10,7 @@ a stretch it did not cause. A few hours in which one test failed most of its run
 else that fails a test that way:
 - longer than `outage_max_s`, or the test kept failing after: a broken test;
 - on one pool or image alone where it ran on several, or in jobs that failed much else besides
-  (`dependency_max_others` of their other tests, those in outages of their own aside): a sick place;
+  (`max_others_failing` of their other tests, those with spans of their own aside): a sick place;
 - bound to commits — runs of older commits passed in the span while the new ones failed, or the
   span's commits failed again later: a broken commit, fixed since.
 Where neither time nor commits tell (every run failed, on commits seen nowhere else; or the test did
@@ -25,8 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import sorted_codes
-from controller.analysis.cofailing import attempt_of, host_of
+from controller.analysis.cofailing import attempt_of, host_of, others_failing
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
@@ -70,7 +69,6 @@ class _Rows:
     host: np.ndarray
     commit: np.ndarray
     commit_first_ms: np.ndarray  # per row: when its commit was first seen (-1: no commit)
-    attempt: np.ndarray  # per row: a compact code of its attempt (-1: job not named)
 
 
 def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> list[DependencyOutage]:
@@ -85,7 +83,7 @@ def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConf
     spans: list[_Span] = []
     for code in np.flatnonzero(failures >= config.group_outage_min_hosts).tolist():
         spans += _spans_of(frame, judged, code, float(usual[code]), config)
-    spans = [span for span in spans if not _much_else_failed(judged, span, spans, config)]
+    spans = [span for span in spans if not _much_else_failed(frame, rows, judged, span, spans, config)]
     return _merged(frame, rows, spans, usual)
 
 
@@ -94,10 +92,6 @@ def _rows(frame: Frame, rows: np.ndarray) -> _Rows:
     commit = frame.cols["commit"][idx]
     first_ms = np.full(int(commit.max()) + 2 if commit.size else 1, np.iinfo(np.int64).max)
     np.minimum.at(first_ms, commit + 1, frame.time_ms[idx])
-    attempt = attempt_of(frame)[idx]
-    named = attempt >= 0
-    compact = np.full(idx.size, -1, np.int64)
-    compact[named] = sorted_codes(attempt[named])[1]
     return _Rows(
         idx=idx,
         test=frame.cols["test"][idx],
@@ -106,7 +100,6 @@ def _rows(frame: Frame, rows: np.ndarray) -> _Rows:
         host=host_of(frame)[idx],
         commit=commit,
         commit_first_ms=np.where(commit >= 0, first_ms[commit + 1], -1),
-        attempt=compact,
     )
 
 
@@ -200,24 +193,17 @@ def _commit_bound(
     return None if fail.all() else False
 
 
-def _much_else_failed(judged: _Rows, span: _Span, spans: list[_Span], config: AnalysisConfig) -> bool:
-    """Whether the jobs it failed in (the middle one of them) failed more than `dependency_max_others`
-    of their other tests too: a sick host, image or pool fails much of what it runs; a service's
-    outage fails the tests that call it. Tests with spans of their own overlapping this one are not
-    counted against it."""
+def _much_else_failed(
+    frame: Frame, rows: np.ndarray, judged: _Rows, span: _Span, spans: list[_Span], config: AnalysisConfig
+) -> bool:
+    """Whether the jobs it failed in failed more than `max_others_failing` of their other tests
+    too (cofailing.others_failing). Tests with spans of their own overlapping this one are not counted
+    against it."""
     in_span = (judged.hour >= span.start_hour) & (judged.hour < span.stop_hour)
-    attempts = judged.attempt[in_span & (judged.test == span.test) & judged.fail]
-    attempts = np.unique(attempts[attempts >= 0])
-    if attempts.size == 0:
-        return False
-    beside = {other.test for other in spans if other.overlaps(span)} | {span.test}
-    others = np.flatnonzero(np.isin(judged.attempt, attempts) & ~np.isin(judged.test, list(beside)))
-    if others.size == 0:
-        return False
-    # Job by job, the middle one: a few of its jobs on a sick image beside the outage do not decide.
-    _, job = np.unique(judged.attempt[others], return_inverse=True)
-    share = np.bincount(job, weights=judged.fail[others]) / np.bincount(job)
-    return bool(np.median(share) > config.dependency_max_others)
+    failed_in = in_span & (judged.test == span.test) & judged.fail
+    attempts = np.unique(attempt_of(frame)[judged.idx[failed_in]])
+    beside = np.array(sorted({other.test for other in spans if other.overlaps(span)} | {span.test}))
+    return others_failing(frame, rows, attempts[attempts >= 0], beside) > config.max_others_failing
 
 
 def _merged(frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarray) -> list[DependencyOutage]:

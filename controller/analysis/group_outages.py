@@ -6,7 +6,9 @@ outage of a service a tenth of the suite uses reaches only the jobs that ran tho
 minutes, and at its edges only a few: jobs running at the time fail a dozen tests each and look like
 runners with breadth. Tests that fail together (cofailing.py) name who depends on what; an hour in
 which many more attempts than usual failed a group's tests together, on several hosts, is that
-group's outage. Its rows (the group's tests in those hours) are left out like an outage's.
+group's outage — unless those jobs failed much else besides (a sick place fails much of what it
+runs; cofailing.others_failing). Its rows (the group's tests in those hours) are left out like an
+outage's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from controller.analysis.baseline import combine
-from controller.analysis.cofailing import CoFailingGroups, attempt_of, host_of
+from controller.analysis.cofailing import CoFailingGroups, attempt_of, host_of, others_failing
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
@@ -55,6 +57,7 @@ def find_group_outages(
     failed_tests = np.unique(inverse[fail].astype(np.int64) * n_tests + test[idx][fail])
     together = np.bincount(failed_tests // n_tests, minlength=cells.size) >= 2
     cell_unit, cell_hour, cell_host = unit[first], hour[first], host_of(frame)[idx][first]
+    cell_attempt = attempt_of(frame)[idx][first]
     span = int(cell_host.max()) + 1
 
     outages: list[GroupOutage] = []
@@ -71,8 +74,12 @@ def find_group_outages(
         )
         runs_of_group = unit == group
         rate = float(fail[runs_of_group].mean())
+        tests = np.flatnonzero(groups.code_unit == group)
         for start, stop in _runs(hours, flagged):
             start_ms, end_ms = int(hours[start]) * HOUR_MS, (int(hours[stop - 1]) + 1) * HOUR_MS
+            struck = mine & together & (cell_hour >= hours[start]) & (cell_hour <= hours[stop - 1])
+            if others_failing(frame, rows, cell_attempt[struck], tests) > config.max_others_failing:
+                continue  # the jobs failed much else besides: a sick place, not what the group shares
             inside = runs_of_group & (hour >= hours[start]) & (hour <= hours[stop - 1])
             outages.append(
                 GroupOutage(
