@@ -113,16 +113,24 @@ def attempt_of(frame: Frame) -> np.ndarray:
     return attempt
 
 
-def others_failing(frame: Frame, rows: np.ndarray, attempts: np.ndarray, tests: np.ndarray) -> float:
-    """Job by job over `attempts` (codes from attempt_of), the middle share of the `rows` of tests not
-    in `tests` that failed: a sick host, image or pool fails much of what it runs, while a service's
-    outage fails the tests that call it. The middle job, so a few of them on a sick image beside an
-    outage do not decide. 0 where no other test ran in them."""
-    attempt = attempt_of(frame)
-    others = np.flatnonzero(rows & np.isin(attempt, attempts) & ~np.isin(frame.cols["test"], tests))
+JOB_REACH_MS = 6 * 3_600_000  # a job's tests all run within this of its failures
+
+
+def others_failing(
+    frame: Frame, rows: np.ndarray, attempts: np.ndarray, tests: np.ndarray, span_ms: tuple[int, int]
+) -> float:
+    """Job by job over `attempts` (codes from attempt_of) that failed within `span_ms`, the middle
+    share of the `rows` of tests not in `tests` that failed: a sick host, image or pool fails much of
+    what it runs, while a service's outage fails the tests that call it. The middle job, so a few of
+    them on a sick image beside an outage do not decide. 0 where no other test ran in them."""
+    near = np.flatnonzero(
+        rows & (frame.time_ms >= span_ms[0] - JOB_REACH_MS) & (frame.time_ms < span_ms[1] + JOB_REACH_MS)
+    )
+    attempt = attempt_of(frame)[near]
+    others = near[np.isin(attempt, attempts) & ~np.isin(frame.cols["test"][near], tests)]
     if others.size == 0:
         return 0.0
-    _, job = np.unique(attempt[others], return_inverse=True)
+    _, job = np.unique(attempt_of(frame)[others], return_inverse=True)
     share = np.bincount(job, weights=frame.fail[others]) / np.bincount(job)
     return float(np.median(share))
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from controller.analysis.baseline import grouped
 from controller.analysis.cofailing import attempt_of, host_of, others_failing
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
@@ -81,7 +82,7 @@ def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConf
     failures = np.bincount(judged.test, weights=judged.fail, minlength=n_tests)
     usual = (failures + 1.0) / (runs + 2.0)
     # Each test's rows found by one sort rather than a scan of every row per test.
-    by_test = np.argsort(judged.test, kind="stable")
+    by_test = grouped(judged.test, judged.hour)
     bounds = np.concatenate([[0], np.cumsum(runs)])
     spans: list[_Span] = []
     for code in np.flatnonzero(failures >= config.group_outage_min_hosts).tolist():
@@ -127,8 +128,14 @@ def _spans_of(
             (hours[stop] - hours[start] <= longest)
             & (window_failed >= config.group_outage_min_hosts)
             & (window_failed >= config.dependency_min_rate * window_runs)
-            & (stats.binom.sf(window_failed - 1, window_runs, usual) < config.dependency_outage_p)
         )
+        if not flagged.any():
+            continue  # the binomial test costs more than everything else here: only where it can matter
+        beyond = (
+            stats.binom.sf(window_failed[flagged] - 1, window_runs[flagged], usual)
+            < config.dependency_outage_p
+        )
+        flagged[flagged] = beyond
         flagged_to[start[flagged]] = stop[flagged]
     mostly_failed = np.diff(k) >= config.dependency_min_rate * np.diff(n)
     spans = []
@@ -208,7 +215,8 @@ def _much_else_failed(
     failed_in = in_span & (judged.test == span.test) & judged.fail
     attempts = np.unique(attempt_of(frame)[judged.idx[failed_in]])
     beside = np.array(sorted({other.test for other in spans if other.overlaps(span)} | {span.test}))
-    return others_failing(frame, rows, attempts[attempts >= 0], beside) > config.max_others_failing
+    span_ms = (span.start_hour * HOUR_MS, span.stop_hour * HOUR_MS)
+    return others_failing(frame, rows, attempts[attempts >= 0], beside, span_ms) > config.max_others_failing
 
 
 def _merged(frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarray) -> list[DependencyOutage]:

@@ -78,7 +78,8 @@ def find_group_outages(
         for start, stop in _runs(hours, flagged):
             start_ms, end_ms = int(hours[start]) * HOUR_MS, (int(hours[stop - 1]) + 1) * HOUR_MS
             struck = mine & together & (cell_hour >= hours[start]) & (cell_hour <= hours[stop - 1])
-            if others_failing(frame, rows, cell_attempt[struck], tests) > config.max_others_failing:
+            others = others_failing(frame, rows, cell_attempt[struck], tests, (start_ms, end_ms))
+            if others > config.max_others_failing:
                 continue  # the jobs failed much else besides: a sick place, not what the group shares
             inside = runs_of_group & (hour >= hours[start]) & (hour <= hours[stop - 1])
             outages.append(
