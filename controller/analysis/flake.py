@@ -286,13 +286,13 @@ def _broken_or_platform(
         # A pool's platform, not one runner's problem with the test (an interaction, or the only
         # runner of a static shard short of disk): the resource and interaction checks tell those.
         if not spread:
-            return None
+            return _fails_mostly_on_some_pools(frame, keep, where, config)
         runs = "; ".join(f"{share[p]} runs on pool {frame.name('pool', p)}" for p in sorted(spread))
         others = ", ".join(sorted(frame.name("pool", p) or "?" for p in passing))
         return "platform", f"fails {runs} since {iso(start)} while passing on {others}"
     if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
-    return _broken_by_commit(frame, keep, config)
+    return _fails_mostly_on_some_pools(frame, keep, where, config) or _broken_by_commit(frame, keep, config)
 
 
 def _fails_mostly_on_some_pools(

@@ -123,6 +123,61 @@ def test_a_test_failing_most_runs_on_one_platform_is_that_platforms_not_flaky(se
     assert scores[flaky]["verdict"] == "flaky"
 
 
+def test_a_platform_test_whose_last_runs_all_failed_on_one_runner_is_still_that_platforms() -> None:
+    # Linux fails two runs in three over three days and mac passes every run. The last ten linux runs
+    # happened to fail, all on one runner: a stretch of nine in ten, on one runner only, which the
+    # nine-in-ten rule leaves to the interaction check, and the test was called flaky; the whole
+    # linux history says platform.
+    rng = np.random.default_rng(7)
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    for k in range(300):
+        tail = k >= 290
+        runner = "linux-1" if tail else f"linux-{k % 3 + 1}"
+        failed = tail or bool(rng.random() < 0.67)
+        at = start + k * 800_000
+        rows.append(
+            (
+                len(rows) + 1,
+                at,
+                "failed" if failed else "passed",
+                False,
+                "tests/test_tz.py::test_dst",
+                runner,
+                f"{runner}-vm",
+                "linux",
+                None,
+                None,
+                f"job-{k}",
+                f"run-{k}",
+                f"c{k // 3:03d}",
+            )
+        )
+        mac = f"mac-{k % 3 + 1}"
+        rows.append(
+            (
+                len(rows) + 1,
+                at + 1000,
+                "passed",
+                False,
+                "tests/test_tz.py::test_dst",
+                mac,
+                f"{mac}-vm",
+                "mac",
+                None,
+                None,
+                f"mjob-{k}",
+                f"run-{k}",
+                f"c{k // 3:03d}",
+            )
+        )
+    frame = Frame()
+    frame.append_results(rows)
+    (score,) = analyse(frame).tests
+    assert score["verdict"] == "platform", score["reason"]
+    assert "on pool linux" in score["reason"] and "passing on mac" in score["reason"]
+
+
 def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
     """Early in the cluster there is too little to call it; the same early failures count against the
     tests then, and are discounted once the incident is found — the same history, scored again."""
