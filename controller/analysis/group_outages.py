@@ -7,7 +7,8 @@ minutes, and at its edges only a few: jobs running at the time fail a dozen test
 runners with breadth. Tests that fail together (cofailing.py) name who depends on what; an hour in
 which many more attempts than usual failed a group's tests together, on several hosts, is that
 group's outage — unless those jobs failed much else besides (a sick place fails much of what it
-runs; cofailing.others_failing). Its rows (the group's tests in those hours) are left out like an
+runs; cofailing.others_failing), lasted longer than an outage does, or the tests kept failing after
+(broken together by one commit). Its rows (the group's tests in those hours) are left out like an
 outage's.
 """
 
@@ -77,6 +78,11 @@ def find_group_outages(
         tests = np.flatnonzero(groups.code_unit == group)
         for start, stop in _runs(hours, flagged):
             start_ms, end_ms = int(hours[start]) * HOUR_MS, (int(hours[stop - 1]) + 1) * HOUR_MS
+            if (int(hours[stop - 1]) - int(hours[start])) * HOUR_MS > config.outage_max_s * 1000:
+                continue  # longer than an outage lasts
+            after = runs_of_group & (hour > hours[stop - 1])
+            if after.sum() >= config.broken_min_runs and fail[after].mean() >= 0.5:
+                continue  # its tests kept failing after: broken, not an outage
             struck = mine & together & (cell_hour >= hours[start]) & (cell_hour <= hours[stop - 1])
             others = others_failing(frame, rows, cell_attempt[struck], tests, (start_ms, end_ms))
             if others > config.max_others_failing:
