@@ -12,7 +12,7 @@ import numpy as np
 
 from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
-from controller.analysis.cofailing import CoFailingGroups, find_groups
+from controller.analysis.cofailing import find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.dependency_outages import DependencyOutage, find_dependency_outages
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
@@ -108,12 +108,15 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         discount[inside & (discount < 0)] = len(reasons) - 1
     for number, (group_outage, inside) in enumerate(zip(group_outages, in_group_outage, strict=True)):
         outage_id = f"outage-{len(outages) + number + 1}"
-        outage_dicts.append(_group_outage_dict(outage_id, group_outage, groups, frame))
+        members = np.flatnonzero(groups.code_unit == group_outage.unit).tolist()
+        outage_dicts.append(_tests_outage_dict(outage_id, members, group_outage, frame))
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     for dependency_outage in dependency_outages:
         outage_id = f"outage-{len(outage_dicts) + 1}"
-        outage_dicts.append(_dependency_outage_dict(outage_id, dependency_outage, frame))
+        outage_dicts.append(
+            _tests_outage_dict(outage_id, list(dependency_outage.tests), dependency_outage, frame)
+        )
         reasons.append(outage_id)
         discount[dependency_outage.rows & selected & (discount < 0)] = len(reasons) - 1
     burst_dicts = []
@@ -163,29 +166,14 @@ def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
     }
 
 
-def _group_outage_dict(
-    outage_id: str, outage: GroupOutage, groups: CoFailingGroups, frame: Frame
+def _tests_outage_dict(
+    outage_id: str, tests: list[int], outage: GroupOutage | DependencyOutage, frame: Frame
 ) -> dict[str, Any]:
-    tests = [frame.name("test", int(t)) for t in np.flatnonzero(groups.code_unit == outage.unit)]
+    """An outage of what some tests use (a group's fixture, a service): `scope: tests`, naming them."""
     return {
         "id": outage_id,
         "scope": "tests",
-        "tests": tests,
-        "start": iso(outage.start_ms),
-        "end": iso(outage.end_ms),
-        "failures": outage.failures,
-        "executions": outage.executions,
-        "expected": round(outage.expected, 2),
-        "runners_failing": outage.hosts_failing,
-        "runners_active": outage.hosts_active,
-    }
-
-
-def _dependency_outage_dict(outage_id: str, outage: DependencyOutage, frame: Frame) -> dict[str, Any]:
-    return {
-        "id": outage_id,
-        "scope": "tests",
-        "tests": [frame.name("test", t) for t in outage.tests],
+        "tests": [frame.name("test", t) for t in tests],
         "start": iso(outage.start_ms),
         "end": iso(outage.end_ms),
         "failures": outage.failures,
