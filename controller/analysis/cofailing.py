@@ -127,10 +127,11 @@ def others_failing(
         rows & (frame.time_ms >= span_ms[0] - JOB_REACH_MS) & (frame.time_ms < span_ms[1] + JOB_REACH_MS)
     )
     attempt = attempt_of(frame)[near]
-    others = near[np.isin(attempt, attempts) & ~np.isin(frame.cols["test"][near], tests)]
-    if others.size == 0:
+    other = np.isin(attempt, attempts) & ~np.isin(frame.cols["test"][near], tests)
+    if not other.any():
         return 0.0
-    _, job = np.unique(attempt_of(frame)[others], return_inverse=True)
+    others = near[other]
+    _, job = np.unique(attempt[other], return_inverse=True)
     share = np.bincount(job, weights=frame.fail[others]) / np.bincount(job)
     return float(np.median(share))
 

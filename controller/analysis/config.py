@@ -78,7 +78,7 @@ class AnalysisConfig(BaseModel):
     )
     group_outage_min_hosts: int = Field(default=4, description="on this many hosts or more")
     dependency_min_rate: float = Field(
-        default=0.5, description="an hour in which one test failed this share of its runs fleet-wide"
+        default=0.5, description="a few hours in which one test failed this share of its runs fleet-wide"
     )
     dependency_outage_p: float = Field(
         default=1e-6, description="and this far beyond its usual rate: an outage of what it depends on"

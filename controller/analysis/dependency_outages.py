@@ -70,6 +70,7 @@ class _Rows:
     host: np.ndarray
     commit: np.ndarray
     commit_first_ms: np.ndarray  # per row: when its commit was first seen (-1: no commit)
+    attempt: np.ndarray  # per row: its attempt (cofailing.attempt_of; -1: job not named)
 
 
 def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> list[DependencyOutage]:
@@ -105,6 +106,7 @@ def _rows(frame: Frame, rows: np.ndarray) -> _Rows:
         host=host_of(frame)[idx],
         commit=commit,
         commit_first_ms=np.where(commit >= 0, first_ms[commit + 1], -1),
+        attempt=attempt_of(frame)[idx],
     )
 
 
@@ -213,7 +215,7 @@ def _much_else_failed(
     against it."""
     in_span = (judged.hour >= span.start_hour) & (judged.hour < span.stop_hour)
     failed_in = in_span & (judged.test == span.test) & judged.fail
-    attempts = np.unique(attempt_of(frame)[judged.idx[failed_in]])
+    attempts = np.unique(judged.attempt[failed_in])
     beside = np.array(sorted({other.test for other in spans if other.overlaps(span)} | {span.test}))
     span_ms = (span.start_hour * HOUR_MS, span.stop_hour * HOUR_MS)
     return others_failing(frame, rows, attempts[attempts >= 0], beside, span_ms) > config.max_others_failing

@@ -287,9 +287,7 @@ def _broken_or_platform(
         # runner of a static shard short of disk): the resource and interaction checks tell those.
         if not spread:
             return _fails_mostly_on_some_pools(frame, keep, where, config)
-        runs = "; ".join(f"{share[p]} runs on pool {frame.name('pool', p)}" for p in sorted(spread))
-        others = ", ".join(sorted(frame.name("pool", p) or "?" for p in passing))
-        return "platform", f"fails {runs} since {iso(start)} while passing on {others}"
+        return _platform(frame, {p: share[p] for p in spread}, start, passing)
     if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
     return _fails_mostly_on_some_pools(frame, keep, where, config) or _broken_by_commit(frame, keep, config)
@@ -333,9 +331,12 @@ def _fails_mostly_on_some_pools(
         passing.append(int(pool))
     if not passing:
         return None
-    runs = "; ".join(
-        f"{share} runs on pool {frame.name('pool', p)}" for p, (_, share) in sorted(failing.items())
-    )
+    return _platform(frame, {p: share for p, (_, share) in failing.items()}, start, passing)
+
+
+def _platform(frame: Frame, shares: dict[int, str], start: int, passing: list[int]) -> tuple[str, str]:
+    """The platform verdict: what each failing pool failed since `start`, and the pools passing it."""
+    runs = "; ".join(f"{share} runs on pool {frame.name('pool', p)}" for p, share in sorted(shares.items()))
     others = ", ".join(sorted(frame.name("pool", p) or "?" for p in passing))
     return "platform", f"fails {runs} since {iso(start)} while passing on {others}"
 

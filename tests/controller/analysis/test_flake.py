@@ -15,6 +15,7 @@ from controller.analysis.engine import Analysis, analyse
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
 from tests.controller.analysis.harness import frame_of
+from tests.controller.analysis.test_detection import _row
 from tests.sim import Fleet, simulate
 from tests.sim.events import (
     FlakyTest,
@@ -135,40 +136,23 @@ def test_a_platform_test_whose_last_runs_all_failed_on_one_runner_is_still_that_
         tail = k >= 290
         runner = "linux-1" if tail else f"linux-{k % 3 + 1}"
         failed = tail or bool(rng.random() < 0.67)
-        at = start + k * 800_000
+        at, commit = start + k * 800_000, f"c{k // 3:03d}"
+        linux = (runner, f"{runner}-vm", "linux", "ubuntu", False)
         rows.append(
-            (
-                len(rows) + 1,
-                at,
-                "failed" if failed else "passed",
-                False,
-                "tests/test_tz.py::test_dst",
-                runner,
-                f"{runner}-vm",
-                "linux",
-                None,
-                None,
-                f"job-{k}",
-                f"run-{k}",
-                f"c{k // 3:03d}",
-            )
+            _row(len(rows) + 1, at, failed, "tests/test_tz.py::test_dst", linux, k, f"run-{k}", commit)
         )
         mac = f"mac-{k % 3 + 1}"
+        place = (mac, f"{mac}-vm", "mac", "macos", False)
         rows.append(
-            (
+            _row(
                 len(rows) + 1,
                 at + 1000,
-                "passed",
                 False,
                 "tests/test_tz.py::test_dst",
-                mac,
-                f"{mac}-vm",
-                "mac",
-                None,
-                None,
-                f"mjob-{k}",
+                place,
+                1000 + k,
                 f"run-{k}",
-                f"c{k // 3:03d}",
+                commit,
             )
         )
     frame = Frame()
