@@ -8,7 +8,6 @@ healthy host is never blamed for running a sick image.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -109,7 +108,7 @@ def find_clusters(
                 if beside is None:
                     continue
                 segment = beside
-            burst = _passing_burst(segment, level, frame, usable, config)
+            burst = _passing_burst(segment, level, frame, usable, expected, config)
             if burst is not None:
                 bursts.append(burst)
                 continue
@@ -197,7 +196,7 @@ def _sick_under_a_bad_image(
                     continue
                 breadth(segment, unit, job, fail, expected)
                 if not is_cluster(segment, cutoff, under_image) or (
-                    _passing_burst(segment, level, frame, usable, config) is not None
+                    _passing_burst(segment, level, frame, usable, expected, config) is not None
                 ):
                     continue
                 own = _own_readings_finding(segment, name, frame, badness, config)
@@ -459,28 +458,40 @@ def _scan(
 
 
 def _passing_burst(
-    segment: Segment, level: Level, frame: Frame, usable: np.ndarray, config: AnalysisConfig
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    config: AnalysisConfig,
 ) -> Burst | None:
-    """The burst, when most of the failures (four in five: a stray one hours earlier does not count)
-    fell within `burst_max_s` (about as long as an outage lasts) and the entity then ran cleanly: a
-    burst it shared with whatever failed at that moment (an outage too small or too sparse to see
-    fleet-wide), not a sick entity. A sick runner keeps failing; one whose burst is the end of the
-    data so far is still judged on it."""
-    times = np.sort(frame.time_ms[segment.rows[frame.fail[segment.rows]]])
-    most = max(1, math.ceil(0.8 * times.size))
-    widths = times[most - 1 :] - times[: times.size - most + 1]
-    start = int(np.argmin(widths))
-    if widths[start] > config.burst_max_s * 1000:
+    """The burst, when the excess fell within `burst_max_s` (about as long as an outage lasts) and the
+    entity then ran at its usual rate: a burst it shared with whatever failed at that moment (an
+    outage too small or too sparse to see fleet-wide, one bad job), not a sick entity. Its failures
+    outside that hour, and after it, must be no more than chance gives its tests (Poisson,
+    p >= `burst_rest_p`): a stray failure or four beside one job that failed twenty tests do not make
+    a sick runner, and a runner that fails in bursts again and again is one. A sick runner keeps
+    failing; one whose burst is the end of the data so far is still judged on it."""
+    rows = segment.rows
+    fail = frame.fail[rows]
+    times = np.sort(frame.time_ms[rows[fail]])
+    # The hour holding the most failures.
+    reach = np.searchsorted(times, times + config.burst_max_s * 1000, side="right")
+    start = int(np.argmax(reach - np.arange(times.size)))
+    first, last = int(times[start]), int(times[reach[start] - 1])
+    outside = (frame.time_ms[rows] < first) | (frame.time_ms[rows] > last)
+    if not _within_chance(int(fail[outside].sum()), float(expected[rows[outside]].sum()), config):
         return None
-    window_end = int(times[start]) + config.burst_max_s * 1000
-    last = int(times[times <= window_end].max())
     later = np.flatnonzero((level.entity == segment.entity) & usable & (frame.time_ms > last))
-    later = later[np.argsort(frame.time_ms[later], kind="stable")]
-    failing = np.flatnonzero(frame.fail[later])
-    clean_run = int(failing[0]) if failing.size else int(later.size)
-    if clean_run < config.resolve_after_executions:
+    if later.size < config.resolve_after_executions or not _within_chance(
+        int(frame.fail[later].sum()), float(expected[later].sum()), config
+    ):
         return None
-    return Burst(segment.level, segment.entity, int(times[start]), last, segment.failures, segment.executions)
+    return Burst(segment.level, segment.entity, first, last, segment.failures, segment.executions)
+
+
+def _within_chance(failures: int, expected: float, config: AnalysisConfig) -> bool:
+    return failures == 0 or float(stats.poisson.sf(failures - 1, max(expected, 1e-9))) >= config.burst_rest_p
 
 
 def _spread_over_children(

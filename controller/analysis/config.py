@@ -56,8 +56,13 @@ class AnalysisConfig(BaseModel):
     )
     burst_max_s: int = Field(
         default=3600,
-        description="failures all within this long (about as long as outages last), followed by a clean "
-        "run, are a passing burst",
+        description="an excess all within this long (about as long as outages last), followed by runs "
+        "at the usual rate, is a passing burst",
+    )
+    burst_rest_p: float = Field(
+        default=0.01,
+        description="a passing burst's entity fails no more than chance outside its hour and after it "
+        "(Poisson, this p or above)",
     )
     min_failures: int = 3
     min_distinct_tests: int = Field(

@@ -523,16 +523,26 @@ def test_two_of_three_sick_within_one_minute_of_history() -> None:
     }
 
 
-def _four_workers(burst_jobs: set[int], jobs: int = 36) -> Frame:
-    """Four workers, a 12-test job each every 10 minutes; w2 fails 9 of 12 tests in `burst_jobs`."""
+def _four_workers(
+    burst_jobs: set[int], jobs: int = 36, stray_every: int = 0, w2_extra_every: int = 0
+) -> Frame:
+    """Four workers, a 12-test job each every 10 minutes; w2 fails 9 of 12 tests in `burst_jobs`.
+    With `stray_every`, every worker also fails one test once in that many jobs, a different one each
+    time; with `w2_extra_every`, w2 fails one more the same way."""
     frame = Frame()
     rows: list[tuple[object, ...]] = []
     start = 1_796_287_200_000
     for round_ in range(jobs):
-        for worker in ("w1", "w2", "w3", "w4"):
+        for number, worker in enumerate(("w1", "w2", "w3", "w4")):
             job = f"{worker}-{round_}"
+            stray = stray_every > 0 and (round_ + number) % stray_every == 0
+            extra = worker == "w2" and w2_extra_every > 0 and round_ % w2_extra_every == 0
             for test in range(12):
-                failed = worker == "w2" and round_ in burst_jobs and test < 9
+                failed = (
+                    (worker == "w2" and round_ in burst_jobs and test < 9)
+                    or (stray and test == (round_ * 7 + number) % 12)
+                    or (extra and test == round_ % 9)
+                )
                 at = start + round_ * 600_000 + test * 1000
                 rows.append(_worker_row(len(rows) + 1, at, failed, test, worker, job))
     frame.append_results(rows)
@@ -543,6 +553,25 @@ def test_a_burst_the_runner_ran_cleanly_after_is_not_a_sick_runner() -> None:
     # Two jobs ten minutes apart fail nine tests each, then thirty more jobs pass: whatever broke at
     # that moment (an outage too sparse to see fleet-wide) passed, and draining w2 would help nobody.
     assert analyse(_four_workers({4, 5})).incidents == []
+
+
+def test_a_burst_beside_the_failures_every_runner_has_is_not_a_sick_runner() -> None:
+    # Every worker fails one test or another in every other job, w2 no more than the others. A burst
+    # had to be followed by twenty clean runs, so w2, caught up in whatever broke for twenty minutes,
+    # was called a suspect runner: its usual failures after the burst are no sign of sickness.
+    analysis = analyse(_four_workers({4, 5}, stray_every=2))
+    assert analysis.incidents == []
+    ((burst,),) = [analysis.bursts]
+    assert (burst["kind"], burst["entity"]) == ("runner", "w2")
+    assert burst["failures"] >= 18
+
+
+def test_a_burst_beside_more_failures_than_the_others_have_is_judged() -> None:
+    # The same, but w2 also fails one more test in every other job, which no other worker does: twice
+    # the others' failures outside the burst too, so the runner is judged on all of it.
+    analysis = analyse(_four_workers({4, 5}, stray_every=2, w2_extra_every=2))
+    assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("runner", "w2")}
+    assert analysis.bursts == []
 
 
 def test_a_burst_the_runner_ran_cleanly_after_is_not_charged_to_its_tests() -> None:
