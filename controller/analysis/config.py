@@ -170,11 +170,13 @@ class AnalysisConfig(BaseModel):
     flake_evidence_failures: int = 5
     flake_floor_widespread: float = Field(
         default=0.012,
-        description="the bound for a test whose failures are spread thinly over many runners "
-        "(flake_widespread_runners or more, none holding more than flake_widespread_top_share of them)",
+        description="the bound for a test whose failures are spread thinly: on flake_widespread_runners "
+        "or more, none holding more than flake_widespread_top_share of them or more than its share of "
+        "the runs predicts (binomial, p below flake_widespread_p)",
     )
     flake_widespread_runners: int = 5
-    flake_widespread_top_share: float = 0.34
+    flake_widespread_top_share: float = 0.5
+    flake_widespread_p: float = 0.01
     flake_half_life_days: float = 14.0
     flake_pool_contrast_p: float = Field(
         default=1e-4,

@@ -114,7 +114,7 @@ def _score_one(
     if (
         keep.size >= config.flake_min_executions
         and result["counted_failures"] >= config.flake_min_failures
-        and _clears_floor(result["lower"], entities[keep[kept_fail]], config)
+        and _clears_floor(result["lower"], entities[keep], kept_fail, config)
         and _passes_and_fails_on_same_code(frame, keep)
     ):
         result["verdict"] = "flaky"
@@ -162,23 +162,29 @@ def _flaky_with_its_group(
     )
 
 
-def _clears_floor(lower: float, failed_on: np.ndarray, config: AnalysisConfig) -> bool:
+def _clears_floor(lower: float, where: np.ndarray, fail: np.ndarray, config: AnalysisConfig) -> bool:
     """Whether the conservative bound of a test's failure probability is a flaky test's, given where
-    its counted failures ran (`failed_on`, one entity per failure).
+    its counted runs ran (`where`, one entity per run) and which failed.
 
-    A low rate is flaky only where its failures are spread thinly over many runners: what a sick
-    runner or a bad image leaves beyond its incident's edges sits on a few of them."""
-    failures = failed_on.size
+    A low rate is flaky only where its failures are spread thinly over many runners, each failing it
+    no more than its share of the runs predicts: what a sick runner or a bad image leaves beyond its
+    incident's edges sits on a few of them."""
+    failures = int(fail.sum())
     if lower >= config.flake_floor:
         return True
     if failures >= config.flake_evidence_failures and lower >= config.flake_floor_with_evidence:
         return True
     if lower < config.flake_floor_widespread:
         return False
-    _, counts = np.unique(failed_on, return_counts=True)
+    entities, runs = np.unique(where, return_inverse=True)
+    failed = np.bincount(runs, weights=fail, minlength=entities.size)
+    if np.count_nonzero(failed) < config.flake_widespread_runners:
+        return False
+    top = int(np.argmax(failed))
+    share = float(np.count_nonzero(runs == top)) / where.size
     return (
-        counts.size >= config.flake_widespread_runners
-        and counts.max() <= failures * config.flake_widespread_top_share
+        failed[top] <= failures * config.flake_widespread_top_share
+        and float(stats.binom.sf(failed[top] - 1, failures, share)) >= config.flake_widespread_p
     )
 
 
@@ -210,7 +216,7 @@ def _flaky_in_one_pool(
             and sub.size >= config.flake_min_executions
             and failures >= config.flake_min_failures
             and runners >= 2
-            and _clears_floor(float(stats.beta.ppf(0.05, alpha, beta)), where[inside][fail[inside]], config)
+            and _clears_floor(float(stats.beta.ppf(0.05, alpha, beta)), where[inside], fail[inside], config)
             and _passes_and_fails_on_same_code(frame, sub)
         ):
             return (
