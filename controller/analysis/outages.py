@@ -386,10 +386,11 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     for start, stop in _runs(bins, flagged, join):
         first, last = int(bins[start]), int(bins[stop - 1])
         # Before and after: the 2·radius bins with data nearest the run, 15 min away from it and at
-        # most 12 h: jobs come in waves, and an hour with no job says nothing either way.
+        # most 12 h: jobs come in waves, and an hour with no job says nothing either way. Bins of
+        # other flagged runs are no "after": a second outage an hour later is not the first staying.
         reach = 12 * radius
-        earlier = np.flatnonzero((bins <= first - 3) & (bins >= first - reach))[-2 * radius :]
-        later = np.flatnonzero((bins >= last + 3) & (bins <= last + reach))[: 2 * radius]
+        earlier = np.flatnonzero((bins <= first - 3) & (bins >= first - reach) & ~flagged)[-2 * radius :]
+        later = np.flatnonzero((bins >= last + 3) & (bins <= last + reach) & ~flagged)[: 2 * radius]
         windows = {
             "before": np.isin(h_bin, earlier),
             "during": (h_bin >= start) & (h_bin < stop),
