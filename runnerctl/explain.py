@@ -69,8 +69,8 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
         _line()
         _line(
             f"Burst {burst['id']}: {burst['kind']}/{burst['entity']}, {burst['failures']} failures in "
-            f"{burst['executions']} executions, most from {burst['start']} to {burst['end']}; it ran cleanly after: "
-            "no verdict, and the burst's failures are not charged to the tests"
+            f"{burst['executions']} executions, most from {burst['start']} to {burst['end']}; outside that and after it, it "
+            "failed no more than usual: no verdict, and the burst's failures are not charged to the tests"
         )
     for incident in data["incidents"]:
         stats = incident["statistics"]
@@ -226,5 +226,5 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
     for burst in data.get("bursts", []):
         _line(
             f"  {burst['id']}: burst on {burst['kind']}/{burst['entity']} {burst['start']} to {burst['end']}, "
-            "many tests failing there at once, then clean runs"
+            "many tests failing there at once, then runs as usual"
         )
