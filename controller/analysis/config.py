@@ -157,7 +157,7 @@ class AnalysisConfig(BaseModel):
     # 2.5%, or 2% where five or more failures count: a test failing one run in fifty on its own, on
     # many runners and passing on retry, is flaky to those who rerun it, but two failures in
     # twenty-five runs also reach a 2% bound, and thousands of tests are scored. Spread thinly over
-    # many runners, 1.2%: what an incident leaves past its edges sits on the few sick machines.
+    # many runners, 1%: what an incident leaves past its edges sits on the few sick machines.
     # Our own simulator lets healthy tests fail up to ~2% (times a slow machine's factor) and calls
     # them healthy; two fleet simulators written apart from this code keep healthy tests below 0.5%
     # and call 1.5-4% flaky. A test failing 2% of its runs on its own is flaky by any measure.
@@ -169,7 +169,7 @@ class AnalysisConfig(BaseModel):
     )
     flake_evidence_failures: int = 5
     flake_floor_widespread: float = Field(
-        default=0.012,
+        default=0.01,
         description="the bound for a test whose failures are spread thinly: on flake_widespread_runners "
         "or more, none holding more than flake_widespread_top_share of them or more than its share of "
         "the runs predicts (binomial, p below flake_widespread_p)",
