@@ -47,7 +47,8 @@ class Cluster:
 @dataclass(frozen=True)
 class Burst:
     """Many tests failing on one entity within about an outage's length, outside and after which it
-    failed no more than usual: no sick entity, and no fault of the tests either. Its failures are kept out of flake scores."""
+    failed no more than usual: no sick entity, and no fault of the tests either. Its failures are
+    kept out of flake scores."""
 
     level: str
     entity: int

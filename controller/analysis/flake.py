@@ -164,22 +164,23 @@ def _flaky_with_its_group(
 
 def _clears_floor(lower: float, where: np.ndarray, fail: np.ndarray, config: AnalysisConfig) -> bool:
     """Whether the conservative bound of a test's failure probability is a flaky test's, given where
-    its counted runs ran (`where`, one entity per run) and which failed.
-
-    A low rate is flaky only where its failures are spread thinly over many runners, each failing it
-    no more than its share of the runs predicts: what a sick runner or a bad image leaves beyond its
-    incident's edges sits on a few of them."""
+    its counted runs ran (`where`, one entity per run) and which failed."""
     failures = int(fail.sum())
     if lower >= config.flake_floor:
         return True
     if failures >= config.flake_evidence_failures and lower >= config.flake_floor_with_evidence:
         return True
-    if lower < config.flake_floor_widespread:
-        return False
+    return lower >= config.flake_floor_widespread and _spread_thinly(where, fail, config)
+
+
+def _spread_thinly(where: np.ndarray, fail: np.ndarray, config: AnalysisConfig) -> bool:
+    """Failures on many runners, each failing the test no more than its share of the runs predicts:
+    what a sick runner or a bad image leaves beyond its incident's edges sits on a few of them."""
     entities, runs = np.unique(where, return_inverse=True)
     failed = np.bincount(runs, weights=fail, minlength=entities.size)
     if np.count_nonzero(failed) < config.flake_widespread_runners:
         return False
+    failures = int(fail.sum())
     top = int(np.argmax(failed))
     share = float(np.count_nonzero(runs == top)) / where.size
     return (
