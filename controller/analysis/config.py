@@ -88,6 +88,11 @@ class AnalysisConfig(BaseModel):
     dependency_outage_p: float = Field(
         default=1e-6, description="and this far beyond its usual rate: an outage of what it depends on"
     )
+    companion_min_rate: float = Field(
+        default=0.25,
+        description="beside an outage found of what other tests use, a test failing this share of its runs "
+        "over a few hours, far beyond its usual rate, shares that outage",
+    )
     max_others_failing: float = Field(
         default=0.1,
         description="an outage of what some tests use fails them, not the rest of their jobs: where those "

@@ -16,6 +16,12 @@ else that fails a test that way:
 Where neither time nor commits tell (every run failed, on commits seen nowhere else; or the test did
 not run again after), the span counts only beside another test's that is clear. Tests whose spans
 overlap are one outage; each loses only its own runs in its own span.
+
+A test that calls the same service but runs a few times an hour fails some of those runs, not most,
+and its usual rate is swollen by what sick places failed of it, so it is not found alone. Once the
+incidents and outages are known, `find_companions` looks again at what is left: a test failing
+`companion_min_rate` of its runs for a few hours, on hosts in more than one place, far beyond its rate
+away from the outages, in a span that overlaps an outage of other tests, shares that outage.
 """
 
 from __future__ import annotations
@@ -91,6 +97,50 @@ def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConf
         spans += _spans_of(frame, judged, code, mine, float(usual[code]), config)
     spans = [span for span in spans if not _much_else_failed(frame, rows, judged, span, spans, config)]
     return _merged(frame, rows, spans, usual)
+
+
+@dataclass(frozen=True)
+class Companion:
+    outage: int  # index into the anchors find_companions was given
+    test: int  # test code
+    rows: np.ndarray  # mask: its runs among the free rows in its own span
+
+
+def find_companions(
+    frame: Frame, free: np.ndarray, anchors: list[tuple[int, int, frozenset[int]]], config: AnalysisConfig
+) -> list[Companion]:
+    """Tests that failed beside an outage of what other tests use, among the `free` rows (those no
+    incident, outage or burst has taken). `anchors` are the outages found: (start_ms, end_ms, tests)."""
+    judged = _rows(frame, free)
+    if not anchors or judged.idx.size == 0:
+        return []
+    time_ms = frame.time_ms[judged.idx]
+    slack = config.outage_max_s * 1000
+    near = np.zeros(judged.idx.size, bool)
+    for start_ms, end_ms, _ in anchors:
+        near |= (time_ms >= start_ms - slack) & (time_ms < end_ms + slack)
+    n_tests = int(judged.test.max()) + 1
+    runs_away = np.bincount(judged.test[~near], minlength=n_tests)
+    failed_away = np.bincount(judged.test[~near], weights=judged.fail[~near], minlength=n_tests)
+    usual = (failed_away + 1.0) / (runs_away + 2.0)
+    failed_near = np.bincount(judged.test[near], weights=judged.fail[near], minlength=n_tests)
+    runs = np.bincount(judged.test, minlength=n_tests)
+    by_test = grouped(judged.test, judged.hour)
+    bounds = np.concatenate([[0], np.cumsum(runs)])
+    relaxed = config.model_copy(update={"dependency_min_rate": config.companion_min_rate})
+    test = frame.cols["test"]
+    hour = frame.time_ms // HOUR_MS
+    companions = []
+    for code in np.flatnonzero(failed_near >= config.group_outage_min_hosts).tolist():
+        mine = by_test[bounds[code] : bounds[code + 1]]
+        for span in _spans_of(frame, judged, code, mine, float(usual[code]), relaxed):
+            span_ms = (span.start_hour * HOUR_MS, span.stop_hour * HOUR_MS)
+            for number, (start_ms, end_ms, tests) in enumerate(anchors):
+                if code not in tests and span_ms[0] < end_ms and start_ms < span_ms[1]:
+                    rows = free & (test == code) & (hour >= span.start_hour) & (hour < span.stop_hour)
+                    companions.append(Companion(number, code, rows))
+                    break
+    return companions
 
 
 def _rows(frame: Frame, rows: np.ndarray) -> _Rows:

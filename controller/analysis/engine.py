@@ -14,7 +14,7 @@ from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
 from controller.analysis.cofailing import find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
-from controller.analysis.dependency_outages import DependencyOutage, find_dependency_outages
+from controller.analysis.dependency_outages import DependencyOutage, find_companions, find_dependency_outages
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
 from controller.analysis.flake import FlakeInputs, score_tests
 from controller.analysis.frame import Frame
@@ -131,6 +131,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         )
         reasons.append(burst_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
+    anchors = [
+        (o.start_ms, o.end_ms, frozenset(np.flatnonzero(groups.code_unit == o.unit).tolist()))
+        for o in group_outages
+    ] + [(o.start_ms, o.end_ms, frozenset(o.tests)) for o in dependency_outages]
+    _join_companions(frame, selected, discount, reasons, outage_dicts[len(outages) :], anchors, config)
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
 
     resource_bad, resource_seen = _resource_pressure(frame, badness, config)
@@ -150,6 +155,25 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         hypotheses=tested,
         frame=frame,
     )
+
+
+def _join_companions(
+    frame: Frame,
+    selected: np.ndarray,
+    discount: np.ndarray,
+    reasons: list[str],
+    tests_outages: list[dict[str, Any]],
+    anchors: list[tuple[int, int, frozenset[int]]],
+    config: AnalysisConfig,
+) -> None:
+    """Tests that failed beside an outage of what other tests use join it (find_companions): their
+    runs in their span are discounted for it, and the outage names them."""
+    for companion in find_companions(frame, selected & (discount < 0), anchors, config):
+        outage = tests_outages[companion.outage]
+        outage["tests"] = sorted({*outage["tests"], frame.name("test", companion.test)})
+        outage["failures"] += int(frame.fail[companion.rows].sum())
+        outage["executions"] += int(companion.rows.sum())
+        discount[companion.rows] = reasons.index(outage["id"])
 
 
 def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
