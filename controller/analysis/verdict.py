@@ -22,6 +22,8 @@ from controller.analysis.levels import Level
 # A verdict resolves once its clean run would show this few failures at most this often if the
 # entity still failed at its stretch's rate.
 RESOLVE_P = 0.05
+# ...and its runs since fail at most this share more than its tests' rates elsewhere (or at most twice).
+RESOLVE_MAX_EXCESS = 0.001
 READING_COLUMN = {"pool": "r_pool", "image": "r_image", "machine": "r_machine", "runner": "r_runner"}
 
 
@@ -79,25 +81,38 @@ def build_incident(
         decided = max(decided, finding.confirmed_at_ms or decided)
     decided = max(decided, onset)  # no verdict is decided on data from before what it is about
     clean_since = usable if elsewhere is None else usable & ~elsewhere
-    resolved_at = _resolved_at(
-        frame,
-        level,
-        seg.entity,
-        end_ms,
-        last_failure,
-        cluster.expected,
-        clean_since if chronic.size == 0 else clean_since & ~np.isin(frame.cols["test"], chronic),
-        as_of_ms,
-        (seg.failures - seg.expected) / max(seg.executions, 1),
-        config,
-    )
+    if chronic.size:
+        clean_since = clean_since & ~np.isin(frame.cols["test"], chronic)
+    excess_rate = (seg.failures - seg.expected) / max(seg.executions, 1)
+    # The scan's stretch runs on over a few stray failures after the fix, days of them at worst; where
+    # the stretch ended by its own rate, it has run cleanly since if anywhere.
+    ends = {_end_by_own_rate(frame, rows, cluster.expected, bins, config), (end_ms, last_failure)}
     resolution = None
-    if resolved_at is not None and (
-        finding.dimension == "unknown"
-        or _healthy_since(frame, badness, reading_rows, finding, end_ms, config)
+    for candidate_end, candidate_failure in sorted(e for e in ends if e[0] <= end_ms):
+        resolved_at = _resolved_at(
+            frame,
+            level,
+            seg.entity,
+            candidate_end,
+            candidate_failure,
+            cluster.expected,
+            clean_since,
+            as_of_ms,
+            excess_rate,
+            config,
+        )
+        if resolved_at is not None and (
+            finding.dimension == "unknown"
+            or _healthy_since(frame, badness, reading_rows, finding, candidate_end, config)
+        ):
+            state, resolution = "resolved", "ran at the expected failure rate since the stretch ended"
+            end_ms, last_failure = candidate_end, candidate_failure
+            break
+    if (
+        state != "resolved"
+        and level.name == "image"
+        and (retired := _retired(frame, level, seg.entity, as_of_ms, config))
     ):
-        state, resolution = "resolved", "ran at the expected failure rate since the stretch ended"
-    elif level.name == "image" and (retired := _retired(frame, level, seg.entity, as_of_ms, config)):
         last_run_ms, resolution = retired
         state = "resolved"
         bin_ms = config.bin_s * 1000
@@ -306,11 +321,28 @@ def _resolved_at(
     ):
         return None
     o, x = float(frame.fail[after].sum()), float(expected[after].sum())
-    if o > max(2.0 * x, 2.0):
+    # Twice its tests' rate is not clean, unless that is a handful of failures in thousands of runs:
+    # on tests that all but never fail elsewhere, six failures where peers had three.
+    if o > max(2.0 * x, 2.0) and o - x > RESOLVE_MAX_EXCESS * after.size:
         return None
     if stats.poisson.cdf(o, x + excess_rate * after.size) >= RESOLVE_P:
         return None  # as few failures as these are still likely at the stretch's rate
     return end_ms
+
+
+def _end_by_own_rate(
+    frame: Frame, rows: np.ndarray, expected: np.ndarray, bins: np.ndarray, config: AnalysisConfig
+) -> tuple[int, int]:
+    """Where the stretch ends judged by its own excess rather than the scan's: the failure that
+    closes the likeliest run at the stretch's own ratio to its expected failures (a maximum-sum scan
+    as the cluster's, with that ratio in place of `alternative_ratio`), as (end of its bin, its time).
+    A host failing half its runs, then six in seventeen thousand where its tests' rates give one and
+    a half, ended when the half did; its runs since are for _resolved_at to judge."""
+    fail, exp = frame.fail[rows], expected[rows]
+    ratio = max(float(fail.sum()) / max(float(exp.sum()), 1e-9), config.alternative_ratio)
+    score = np.cumsum(fail * math.log(ratio) - (ratio - 1.0) * exp)
+    last = int(np.argmax(np.where(fail, score, -np.inf)))
+    return int((bins[rows[last]] + 1) * config.bin_s * 1000), int(frame.time_ms[rows[last]])
 
 
 def _retired(
