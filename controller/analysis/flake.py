@@ -318,8 +318,9 @@ def _fails_mostly_on_some_pools(
 ) -> tuple[str, str] | None:
     """('platform', why) when some pools fail most of its runs from some time on (platform_min_rate
     of four times broken_min_runs or more), on two runners or more, while every other pool passes
-    (nearly) all of them then. A flaky test failing half its runs fails on every platform; one that
-    fails two runs in three on arm and never on linux is arm's, letting a run through now and then."""
+    (nearly) all of them then, pools that ran it a few times and passed aside. A flaky test failing
+    half its runs fails on every platform; one that fails two runs in three on arm and never on linux
+    is arm's, letting a run through now and then."""
     pools = frame.cols["pool"][keep]
     failing: dict[int, tuple[int, str]] = {}
     for pool in np.unique(pools):
@@ -343,6 +344,8 @@ def _fails_mostly_on_some_pools(
         if int(pool) in failing:
             continue
         later = keep[(pools == pool) & (frame.time_ms[keep] >= start)]
+        if later.size < 2 * config.broken_min_runs and not frame.fail[later].any():
+            continue  # a pool that ran it a few times and passed tells nothing either way
         if (
             later.size < 2 * config.broken_min_runs
             or frame.fail[later].mean() > config.platform_max_elsewhere

@@ -1288,8 +1288,9 @@ def test_a_runner_fixed_then_failing_a_handful_in_thousands_of_runs_is_resolved(
     # stayed a suspect for days after it healed, or was resolved only from the last of them; it ended
     # when its bad spell did.
     analysis = analyse(_fixed_on_monday(stray_hours))
-    ((kind, entity, state, end),) = {(i["kind"], i["entity"], i["state"], i["end"]) for i in analysis.incidents}
+    ((kind, entity, state, end),) = {
+        (i["kind"], i["entity"], i["state"], i["end"]) for i in analysis.incidents
+    }
     assert (kind, entity, state) == ("runner", "w2", "resolved")
     # Its last bad job began at 17 h 50; the stretch ends with that hour.
     assert end == iso(1_796_287_200_000 + (18 * 60 + 20) * 60_000)
-

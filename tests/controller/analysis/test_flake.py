@@ -191,6 +191,36 @@ def test_a_platform_test_whose_last_runs_all_failed_on_one_runner_is_still_that_
     assert "on pool linux" in score["reason"] and "passing on mac" in score["reason"]
 
 
+@pytest.mark.parametrize("few_runs_on_arm", [0, 4, 7])
+def test_a_platform_test_is_that_platforms_though_a_small_pool_ran_it_a_few_times(
+    few_runs_on_arm: int,
+) -> None:
+    # The gpu pool fails three runs in five of a test its three runners run (its last two passed);
+    # linux passes it on every run, and arm ran it a few times and passed. Too few runs to say arm passes it (nearly) always
+    # had vetoed the platform verdict, and the test was called flaky on every gpu runner.
+    rng = np.random.default_rng(11)
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    test = "tests/test_cuda.py::test_kernel"
+
+    def add(k: int, runner: str, pool: str, failed: bool) -> None:
+        place = (runner, f"{runner}-vm", pool, f"{pool}-image", False)
+        rows.append(_row(len(rows) + 1, start + k * 600_000, failed, test, place, k, f"run-{k}", f"c{k:04d}"))
+
+    for k in range(360):
+        if k % 6 == 0:
+            add(k, f"gpu-{k // 6 % 3 + 1}", "gpu", bool(rng.random() < 0.6) and k < 348)
+        elif k % 60 == 1 and k // 60 < few_runs_on_arm:
+            add(k, "arm-1", "arm", False)
+        else:
+            add(k, f"linux-{k % 5 + 1}", "linux", False)
+    frame = Frame()
+    frame.append_results(rows)
+    (score,) = analyse(frame).tests
+    assert score["verdict"] == "platform", score["reason"]
+    assert "on pool gpu" in score["reason"]
+
+
 def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
     """Early in the cluster there is too little to call it; the same early failures count against the
     tests then, and are discounted once the incident is found — the same history, scored again."""
