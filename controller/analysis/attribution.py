@@ -804,16 +804,31 @@ def _readings_name_one_cause(
     """Runners of one host each of whose own readings name the same dimension for the failures of all
     of them: the host's memory or disk, read by every runner's agent. A slow degradation shows in
     each runner's failures hours apart (each crosses the bar by chance at its own time); the readings
-    are the cause's own clock."""
+    are the cause's own clock. A runner whose agent fell silent before its failures abstains."""
     rows = segment.rows
     failed = rows[frame.fail[rows]]
     start, end = int(frame.time_ms[failed].min()), int(frame.time_ms[failed].max())
     dimensions = set()
     for runner in runners:
         readings = np.flatnonzero(frame.r_runner == runner)
+        if not _read_while_failing(frame, readings, failed[frame.cols["runner"][failed] == runner], config):
+            continue  # its agent fell silent before its failures: it names no cause, nor contradicts one
         # A failure on another runner of the host is matched to these readings through the host.
         dimensions.add(examine(frame, badness, readings, failed, start, end, config).dimension)
     return len(dimensions) == 1 and "unknown" not in dimensions
+
+
+def _read_while_failing(
+    frame: Frame, readings: np.ndarray, failed: np.ndarray, config: AnalysisConfig
+) -> bool:
+    """Whether most of these failures have one of these readings speaking for them: taken at most
+    `reading_stale_s` before. An agent that fell silent before its runner's failures says nothing of
+    them, neither a cause nor healthy."""
+    read_at = np.sort(frame.r_time_ms[readings])
+    times = frame.time_ms[failed]
+    latest = np.searchsorted(read_at, times, side="right") - 1
+    spoken = (latest >= 0) & (times - read_at[np.maximum(latest, 0)] <= config.reading_stale_s * 1000)
+    return bool(2 * int(spoken.sum()) > times.size)
 
 
 def _stands_without(
@@ -938,12 +953,12 @@ def _one_cause(
         if child_failed.size < config.min_failures:
             continue
         readings = np.flatnonzero(getattr(frame, reader) == child)
-        onset = int(frame.time_ms[child_failed].min())
-        finding = examine(
-            frame, badness, readings, child_failed, onset, int(frame.time_ms[child_failed].max()), config
-        )
-        if finding.readings_seen == 0:
-            continue  # a host with no agent abstains: it names no dimension, nor shows healthy readings
+        onset, last = int(frame.time_ms[child_failed].min()), int(frame.time_ms[child_failed].max())
+        finding = examine(frame, badness, readings, child_failed, onset, last, config)
+        if finding.readings_seen == 0 or not _read_while_failing(frame, readings, child_failed, config):
+            # A host with no agent abstains: it names no dimension, nor shows healthy readings. So does
+            # one whose agent fell silent before its failures began: its last readings were healthy.
+            continue
         findings[finding.dimension] += 1
     if not findings or 2 * max(findings.values()) > findings.total():
         return True

@@ -22,6 +22,7 @@ from tests.sim.events import (
     PeriodicPressure,
     PlatformTest,
     ResourceSensitiveTest,
+    SickMachine,
     SickPool,
     SickRunner,
     SilentAgent,
@@ -448,6 +449,27 @@ def test_two_broken_tests_and_two_sick_runners_are_not_a_sick_pool_or_host(seed:
         for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
     }
     assert called == {("runner", "arm-06"): "cache", ("runner", "arm-03"): "unknown"}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_full_disk_under_two_runners_one_of_whose_agents_fell_silent_is_the_hosts(seed: int) -> None:
+    # arm-03 and arm-04 share arm-vm-02, whose disk fills at 26 h; arm-04's agent stopped reporting
+    # two hours before. Its last readings, healthy, said nothing of its failures, yet they counted as
+    # a runner whose readings name no cause beside one whose readings name the disk: two problems,
+    # arm-03 sick and arm-04 suspect, instead of the host.
+    scenario = Scenario(
+        pools=(PoolSpec("arm", 8, runners_per_machine=2, shards=4), PoolSpec("linux", 6, shards=6)),
+        duration_days=2.0,
+        events=(
+            SickMachine("arm-vm-02", "disk", onset=timedelta(hours=26), fail_prob=0.5),
+            SilentAgent("arm-04", start=timedelta(hours=24)),
+        ),
+    )
+    called = {
+        (i["kind"], i["entity"], i["dimension"])
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("machine", "arm-vm-02", "disk")}
 
 
 def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themselves() -> None:
