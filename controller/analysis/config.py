@@ -206,6 +206,11 @@ class AnalysisConfig(BaseModel):
         default=0.05, description="the most the other pools may fail it then, for that platform verdict"
     )
     resource_p: float = 0.01
+    interaction_p: float = Field(
+        default=0.001,
+        description="a test failing on one runner this far beyond the others (Fisher) is a test × runner "
+        "interaction, not flaky; every flaky test is asked, so chance imbalances must stay rare",
+    )
     resource_min_share: float = 0.6
 
 

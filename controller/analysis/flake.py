@@ -243,7 +243,7 @@ def _interaction(frame: Frame, keep: np.ndarray, where: np.ndarray, config: Anal
     _, p = stats.fisher_exact(
         [[top_fails, top_n - top_fails], [rest_fails, rest_n - rest_fails]], alternative="greater"
     )
-    if p >= config.resource_p:
+    if p >= config.interaction_p:
         return None
     return (
         f"{top_fails} of {top_fails + rest_fails} failures on {entity_name(frame, top)}, "

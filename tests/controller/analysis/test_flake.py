@@ -221,6 +221,39 @@ def test_a_platform_test_is_that_platforms_though_a_small_pool_ran_it_a_few_time
     assert "on pool gpu" in score["reason"]
 
 
+def _two_runner_shard(failing_on: dict[str, set[int]]) -> Frame:
+    """A hard shard that label routing sends to two runners, hard-1 and hard-2, in turn: 180 runs of
+    one test, its failures at the runs in `failing_on` of each (numbered 0-89 per runner)."""
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    for k in range(180):
+        runner, run = f"hard-{k % 2 + 1}", k // 2
+        place = (runner, f"{runner}-vm", "linux", "ubuntu", False)
+        failed = run in failing_on.get(runner, set())
+        at, commit = start + k * 900_000, f"c{k // 4:03d}"
+        rows.append(
+            _row(len(rows) + 1, at, failed, "tests/test_slow.py::test_sync", place, k, f"run-{k}", commit)
+        )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+def test_a_flaky_test_whose_failures_fell_mostly_on_one_of_its_two_runners_is_flaky() -> None:
+    # Twelve failures in 180 runs, eleven of them on hard-1: with two runners, one test in a few
+    # hundred flaky ones lands that lopsided by chance (Fisher p = 0.0015). At p < 0.01 it was a test ×
+    # runner interaction, and a test failing one run in fifteen was called healthy.
+    (score,) = analyse(_two_runner_shard({"hard-1": set(range(3, 90, 8)), "hard-2": {40}})).tests
+    assert score["verdict"] == "flaky", score["reason"]
+
+
+def test_a_test_failing_on_one_of_its_two_runners_only_is_an_interaction() -> None:
+    # Thirteen failures, all on hard-1 (p < 0.0001): that runner's problem with the test, not flakiness.
+    (score,) = analyse(_two_runner_shard({"hard-1": set(range(3, 90, 7))})).tests
+    assert score["verdict"] == "healthy"
+    assert "interaction" in score["reason"]
+
+
 def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
     """Early in the cluster there is too little to call it; the same early failures count against the
     tests then, and are discounted once the incident is found — the same history, scored again."""
