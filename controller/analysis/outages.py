@@ -124,12 +124,12 @@ def find_outages(
     for start, stop in _runs(bins, flagged, join):
         core = (inverse >= start) & (inverse < stop)
         claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
-        beyond, worst = _beyond_one_image(image[core], f[core], usual[core])
+        beyond, worst = _beyond_one_image(image[core], f[core], usual[core], host[core])
         if beyond is None:
             # Too little ran off the image in the core to tell: look over all the outage would claim,
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
             # cleanly minutes off the core are the evidence against it.
-            beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed])
+            beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed], host[claimed])
         if beyond is False:
             # Either way, only where the image fails beyond its tests' usual rates outside the burst
             # too (on more than one host: a sick runner on it is its own trouble). An image rolled
@@ -144,7 +144,18 @@ def find_outages(
                 & (row_bin >= bins[start] - pad - reach)
                 & (row_bin <= bins[stop - 1] + pad + reach)
             )
-            if not _fails_as_usual(*_without_worst_host(f[around], expected[around], host[around])):
+            off_image = (
+                (image != worst)
+                & ~claimed
+                & (row_bin >= bins[start] - pad - reach)
+                & (row_bin <= bins[stop - 1] + pad + reach)
+            )
+            # Against its tests' usual rates, or where lower their rates on the other images then: an
+            # image on most of the fleet is most of what its tests "usually" do.
+            usual_around = np.minimum(
+                expected[around], _rate_of_tests(tst[off_image], f[off_image], tst[around])
+            )
+            if not _fails_as_usual(*_without_worst_host(f[around], usual_around, host[around])):
                 flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
 
@@ -426,11 +437,13 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     return kept
 
 
-def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarray) -> tuple[bool | None, int]:
+def _beyond_one_image(
+    image: np.ndarray, failed: np.ndarray, expected: np.ndarray, host: np.ndarray
+) -> tuple[bool | None, int]:
     """An outage reaches hosts whatever image they run. A burst whose excess is on one image while the
-    hosts on the others fail no more than usual is that image reaching hosts (a rollout), not an
-    outage. None where the others ran too little to tell. Also the image with the most excess (its
-    code; NONE where there are no rows)."""
+    hosts on the others fail no more than usual — all but their worst, which may be sick on its own —
+    is that image reaching hosts (a rollout), not an outage. None where the others ran too little to
+    tell. Also the image with the most excess (its code; NONE where there are no rows)."""
     if image.size == 0:
         return None, NONE
     images, which = np.unique(image, return_inverse=True)
@@ -438,8 +451,18 @@ def _beyond_one_image(image: np.ndarray, failed: np.ndarray, expected: np.ndarra
     if images.size < 2:
         return None, int(images[worst])
     others = which != worst
-    usual = _fails_as_usual(failed[others], expected[others])
+    usual = _fails_as_usual(*_without_worst_host(failed[others], expected[others], host[others]))
     return (None if usual is None else not usual), int(images[worst])
+
+
+def _rate_of_tests(tests: np.ndarray, failed: np.ndarray, asked: np.ndarray) -> np.ndarray:
+    """Per `asked` test: its failure rate over (`tests`, `failed`), with one failure in two runs added
+    so a test seldom run there is not taken to pass always; 1 where it never ran (no evidence)."""
+    size = int(max(tests.max(initial=-1), asked.max(initial=-1))) + 1
+    runs = np.bincount(tests, minlength=size).astype(float)
+    fails = np.bincount(tests, weights=failed.astype(float), minlength=size)
+    rate: np.ndarray = np.where(runs > 0, (fails + 0.5) / (runs + 1.0), 1.0)[asked]
+    return rate
 
 
 def _without_worst_host(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.outages import Outage, find_outages
@@ -180,3 +181,40 @@ def test_an_outage_followed_by_a_second_after_a_quiet_hour_is_found() -> None:
     first, second = sorted(found, key=lambda outage: outage.start_ms)
     assert first.start_ms <= 305 * MINUTE_MS and first.end_ms >= 420 * MINUTE_MS
     assert second.start_ms <= 515 * MINUTE_MS and second.end_ms >= 620 * MINUTE_MS
+
+
+def _bursty_image(seed: int, outage: tuple[int, int] | None = None, sick_m0: bool = False) -> Fleet:
+    """Six Linux hosts on an image that fails a job in five badly (two tests in five; else one in a
+    hundred), at random, and four macOS hosts on a clean one, each finishing a job every 20 minutes
+    all day. With `outage` (minutes), every job starting in it fails a third of its tests, whatever
+    its image. With `sick_m0`, m0 fails nine tests in ten from 300 to 340 minutes."""
+    linux = [f"l{k}" for k in range(6)]
+    fleet = Fleet(dict.fromkeys(linux, "linux") | {f"m{k}": "mac" for k in range(4)}, image_per_pool=True)
+    bad_job = np.random.default_rng(seed)
+    for k, host in enumerate(fleet.hosts):
+        for start in range(k * 2, QUIET, 20):
+            fail_p = (0.4 if bad_job.random() < 0.2 else 0.01) if host in linux else 0.002
+            if sick_m0 and host == "m0" and 300 <= start < 340:
+                fail_p = 0.9
+            if outage is not None and outage[0] <= start < outage[1]:
+                fail_p = max(fail_p, 0.35)
+            fleet.job(host, start, fail_p)
+    return fleet
+
+
+@pytest.mark.parametrize("sick_m0", [False, True])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_an_image_on_most_of_the_fleet_failing_job_by_job_is_no_outage(seed: int, sick_m0: bool) -> None:
+    # Held-out fleet 118: a bad image on most of a pool fails some jobs badly and others not at all.
+    # When several of its hosts did at once, the fleet burst, and the image failed "as usual" around
+    # it, its tests' usual rates being mostly its own failures: false fleet outages, twice a day.
+    # Against the same tests on the other image, it fails beyond usual: the image's, not an outage.
+    # A sick host on the other image bursting meanwhile is that host's trouble: it does not carry the
+    # burst beyond the image.
+    assert _bursty_image(seed, sick_m0=sick_m0).outages() == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_outage_beside_an_image_failing_job_by_job_is_found(seed: int) -> None:
+    (found,) = _bursty_image(seed, outage=(300, 340)).outages()
+    assert found.start_ms <= 305 * MINUTE_MS and found.end_ms >= 340 * MINUTE_MS
