@@ -106,16 +106,21 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         inside = selected & (frame.time_ms >= outage.start_ms) & (frame.time_ms < outage.end_ms)
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
+    anchors: list[tuple[int, int, frozenset[int]]] = []  # per outage of tests: its span and its tests
     for number, (group_outage, inside) in enumerate(zip(group_outages, in_group_outage, strict=True)):
         outage_id = f"outage-{len(outages) + number + 1}"
         members = np.flatnonzero(groups.code_unit == group_outage.unit).tolist()
         outage_dicts.append(_tests_outage_dict(outage_id, members, group_outage, frame))
+        anchors.append((group_outage.start_ms, group_outage.end_ms, frozenset(members)))
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     for dependency_outage in dependency_outages:
         outage_id = f"outage-{len(outage_dicts) + 1}"
         outage_dicts.append(
             _tests_outage_dict(outage_id, list(dependency_outage.tests), dependency_outage, frame)
+        )
+        anchors.append(
+            (dependency_outage.start_ms, dependency_outage.end_ms, frozenset(dependency_outage.tests))
         )
         reasons.append(outage_id)
         discount[dependency_outage.rows & selected & (discount < 0)] = len(reasons) - 1
@@ -131,10 +136,6 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         )
         reasons.append(burst_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
-    anchors = [
-        (o.start_ms, o.end_ms, frozenset(np.flatnonzero(groups.code_unit == o.unit).tolist()))
-        for o in group_outages
-    ] + [(o.start_ms, o.end_ms, frozenset(o.tests)) for o in dependency_outages]
     _join_companions(frame, selected, discount, reasons, outage_dicts[len(outages) :], anchors, config)
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
 

@@ -138,18 +138,10 @@ def find_outages(
             # outage spared them: it need not reach every host, and a pool of its own image may be
             # all it reached.
             reach = 12 * radius
-            around = (
-                (image == worst)
-                & ~claimed
-                & (row_bin >= bins[start] - pad - reach)
-                & (row_bin <= bins[stop - 1] + pad + reach)
+            hours_around = (
+                ~claimed & (row_bin >= bins[start] - pad - reach) & (row_bin <= bins[stop - 1] + pad + reach)
             )
-            off_image = (
-                (image != worst)
-                & ~claimed
-                & (row_bin >= bins[start] - pad - reach)
-                & (row_bin <= bins[stop - 1] + pad + reach)
-            )
+            around, off_image = hours_around & (image == worst), hours_around & (image != worst)
             # Against its tests' usual rates, or where lower their rates on the other images then: an
             # image on most of the fleet is most of what its tests "usually" do.
             usual_around = np.minimum(
