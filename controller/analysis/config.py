@@ -183,6 +183,18 @@ class AnalysisConfig(BaseModel):
     flake_widespread_top_share: float = 0.5
     flake_widespread_p: float = 0.01
     flake_half_life_days: float = 14.0
+    flake_beyond_noise_rate: float = Field(
+        default=0.015,
+        description="below the floor, a test scored this high (its rate's posterior mean), with "
+        "flake_evidence_failures counted failures or more on two runners or more, not bunched in time, and "
+        "far beyond what the tests called healthy fail (binomial, p below flake_beyond_noise_p) is flaky",
+    )
+    flake_beyond_noise_p: float = 1e-4
+    flake_burst_p: float = Field(
+        default=1e-3,
+        description="failures bunched into outage_max_s this far beyond the test's other runs (Fisher) are "
+        "something that was down then, not a flaky test",
+    )
     flake_pool_contrast_p: float = Field(
         default=1e-4,
         description="a test flaky on one pool only: its failures there against the others' (Fisher, one-sided)",

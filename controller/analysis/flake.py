@@ -6,7 +6,8 @@ decayed counts, ranked by its conservative bound. A test that fails every run of
 time on is broken (everywhere) or platform-specific (one pool), not flaky; one whose failures follow
 its runner's resource pressure is resource-sensitive; one that fails on one runner only is a
 test × runner interaction. Flaky needs passes and failures on the same code, on more than one runner;
-below the floor, a test failing mostly together with the tests it shares a flaky fixture with is flaky.
+below the floor, a test failing far more often than the tests called healthy do between them, or
+mostly together with the tests it shares a flaky fixture with, is flaky.
 """
 
 from __future__ import annotations
@@ -60,16 +61,19 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
     ends = np.concatenate([starts[1:], [rows.size]])
     weights = 0.5 ** ((inputs.as_of_ms - frame.time_ms) / (config.flake_half_life_days * DAY_MS))
     entities = entity_of(frame)
-    scores = []
-    for s, e in zip(starts, ends, strict=True):
-        scores.append(_score_one(inputs, rows[s:e], weights, entities, config))
+    scored = [
+        _score_one(inputs, rows[s:e], weights, entities, config) for s, e in zip(starts, ends, strict=True)
+    ]
+    _flaky_beyond_the_noise(frame, scored, config)
+    scores = [result for result, _ in scored]
     scores.sort(key=lambda item: (-item["lower"], item["test_id"]))
     return scores
 
 
 def _score_one(
     inputs: FlakeInputs, rows: np.ndarray, weights: np.ndarray, entities: np.ndarray, config: AnalysisConfig
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], np.ndarray]:
+    """A test's score and verdict, and the rows that count for it (those no incident or outage took)."""
     frame = inputs.frame
     fail = frame.fail[rows]
     discounted = inputs.discount[rows] >= 0
@@ -98,19 +102,19 @@ def _score_one(
         "reason": "",
     }
     if result["counted_failures"] == 0:
-        return result
+        return result, keep
     broken = _broken_or_platform(frame, keep, entities[keep], config)
     if broken is not None:
         result["verdict"], result["reason"] = broken
-        return result
+        return result, keep
     resource = _resource_sensitive(inputs, keep, config)
     if resource is not None:
         result["verdict"], result["reason"] = "resource-sensitive", resource
-        return result
+        return result, keep
     interaction = _interaction(frame, keep, entities[keep], config)
     if interaction is not None:
         result["reason"] = interaction
-        return result
+        return result, keep
     if (
         keep.size >= config.flake_min_executions
         and result["counted_failures"] >= config.flake_min_failures
@@ -124,15 +128,15 @@ def _score_one(
             f"{result['counted_failures']} failures outside incidents on {runners} runner{plural}, "
             "with passes on the same code"
         )
-        return result
+        return result, keep
     in_pool = _flaky_in_one_pool(frame, keep, w, entities[keep], config)
     if in_pool is not None:
         result["verdict"], result["reason"] = "flaky", in_pool
-        return result
+        return result, keep
     with_group = _flaky_with_its_group(inputs, keep, entities[keep], config)
     if with_group is not None:
         result["verdict"], result["reason"] = "flaky", with_group
-    return result
+    return result, keep
 
 
 def _flaky_with_its_group(
@@ -160,6 +164,58 @@ def _flaky_with_its_group(
         f"{together} of {failed.size} failures outside incidents together with tests it fails with "
         f"all over the fleet ({shown}), again and again: a flaky dependency they share"
     )
+
+
+def _flaky_beyond_the_noise(
+    frame: Frame, scored: list[tuple[dict[str, Any], np.ndarray]], config: AnalysisConfig
+) -> None:
+    """Flaky below the floor where the fleet's healthy tests fail far less: the floor is a conservative
+    bound, which a test failing 2.5 % of 400 runs does not reach, yet where the tests called healthy
+    fail one run in a thousand between them, ten such failures are no noise. Failures on one runner
+    are an interaction, and failures bunched into a few hours are something that was down then."""
+    healthy = [(result, keep) for result, keep in scored if result["verdict"] == "healthy"]
+    runs = sum(result["counted_executions"] for result, _ in healthy)
+    if runs == 0:
+        return
+    noise = sum(result["counted_failures"] for result, _ in healthy) / runs
+    for result, keep in healthy:
+        failures, executions = result["counted_failures"], result["counted_executions"]
+        if (
+            result["reason"]
+            or failures < config.flake_evidence_failures
+            or result["failing_runners"] < 2
+            or result["score"] < config.flake_beyond_noise_rate
+        ):
+            continue
+        p = float(stats.binom.sf(failures - 1, executions, noise))
+        if (
+            p >= config.flake_beyond_noise_p
+            or not _passes_and_fails_on_same_code(frame, keep)
+            or _bunched_in_time(frame, keep, config)
+        ):
+            continue
+        result["verdict"] = "flaky"
+        result["reason"] = (
+            f"{failures} failures outside incidents in {executions} runs on {result['failing_runners']} "
+            f"runners, with passes on the same code: {result['score']:.1%} where the tests called healthy "
+            f"fail {noise:.2%} (binomial p = {p:.1g})"
+        )
+
+
+def _bunched_in_time(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> bool:
+    """Whether the test's failures crowd into one span of `outage_max_s` far beyond its other runs
+    (Fisher): what a service it calls being down leaves, where no outage of it was found."""
+    time_ms, fail = frame.time_ms[keep], frame.fail[keep]  # in time order (score_tests)
+    starts = time_ms[fail]
+    first = np.searchsorted(time_ms, starts, side="left")
+    stop = np.searchsorted(time_ms, starts + config.outage_max_s * 1000, side="left")
+    failed_before = np.concatenate([[0], np.cumsum(fail)])
+    inside = failed_before[stop] - failed_before[first]
+    densest = int(np.argmax(inside))
+    k, n = int(inside[densest]), int(stop[densest] - first[densest])
+    rest_k, rest_n = int(fail.sum()) - k, keep.size - n
+    p = stats.fisher_exact([[k, n - k], [rest_k, rest_n - rest_k]], alternative="greater").pvalue
+    return bool(p < config.flake_burst_p)
 
 
 def _clears_floor(lower: float, where: np.ndarray, fail: np.ndarray, config: AnalysisConfig) -> bool:

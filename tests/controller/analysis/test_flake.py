@@ -102,14 +102,15 @@ def test_broken_platform_and_resource_tests_are_not_flaky() -> None:
     assert truth.flaky_tests <= flaky
     assert verdicts(analysis, "resource-sensitive") <= set(truth.resource_sensitive_tests)
     assert verdicts(analysis, "resource-sensitive")
-    # The simulator lets healthy tests fail up to ~2 % at random and calls them healthy; those it made
-    # fail 1.5 % of their runs or more are flaky by any measure. Nothing else may be.
+    # The simulator lets healthy tests fail up to ~2 % at random and calls them healthy. Those it made
+    # fail 1 % of their runs or more, where the tests around them fail 0.2 % (a failure in a hundred
+    # runs, passing on rerun), are flaky to whoever reruns them. Nothing else may be.
     runs: Counter[str] = Counter()
     own_failures: Counter[str] = Counter()
     for record, cause in zip(fleet.results, fleet.causes, strict=True):
         runs[record["test_id"]] += 1
         own_failures[record["test_id"]] += cause == "base"
-    noisy = {t for t in flaky - truth.flaky_tests if own_failures[t] >= 0.015 * runs[t]}
+    noisy = {t for t in flaky - truth.flaky_tests if own_failures[t] >= 0.01 * runs[t]}
     assert flaky - truth.flaky_tests == noisy
 
 
@@ -252,6 +253,62 @@ def test_a_test_failing_on_one_of_its_two_runners_only_is_an_interaction() -> No
     (score,) = analyse(_two_runner_shard({"hard-1": set(range(3, 90, 7))})).tests
     assert score["verdict"] == "healthy"
     assert "interaction" in score["reason"]
+
+
+def _shard_of_four(target_fails: set[int], noise: float, seed: int) -> Frame:
+    """A static shard served by four runners in turn: 432 jobs over nine days, each running the same
+    40 tests. tests/test_sync.py::test_target fails in the jobs in `target_fails`; every other test
+    fails each run with probability `noise`."""
+    rng = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    for job in range(432):
+        runner = f"shard3-{job % 4 + 1}"
+        place = (runner, f"{runner}-vm", "linux", "ubuntu", False)
+        at, commit = start + job * 1_800_000, f"c{job // 6:03d}"
+        for number in range(40):
+            test = (
+                "tests/test_sync.py::test_target" if number == 0 else f"tests/test_io.py::test_{number:02d}"
+            )
+            failed = job in target_fails if number == 0 else bool(rng.random() < noise)
+            rows.append(
+                _row(len(rows) + 1, at + number * 1000, failed, test, place, job, f"run-{job}", commit)
+            )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+# Eleven failures in 432 runs, spread over the nine days and all four runners: 2.5 %, whose
+# conservative bound (1.4 %) is under the 2 % floor, and four runners are too few to be "spread thin".
+SPREAD_OVER_NINE_DAYS = {7, 46, 81, 118, 150, 197, 240, 275, 318, 361, 402}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_test_failing_one_run_in_forty_where_healthy_tests_hardly_fail_is_flaky(seed: int) -> None:
+    # Seen on held-out fleets: tests failing 1.5-4 % of their runs on a shard of a few runners, with
+    # ten or so failures, were called healthy while the tests around them failed one run in a thousand.
+    analysis = analyse(_shard_of_four(SPREAD_OVER_NINE_DAYS, noise=0.001, seed=seed))
+    score = analysis.tests_by_id()["tests/test_sync.py::test_target"]
+    assert score["lower"] < AnalysisConfig().flake_floor_with_evidence
+    assert score["verdict"] == "flaky", score["reason"]
+    assert verdicts(analysis, "flaky") == {"tests/test_sync.py::test_target"}
+    assert not analysis.incidents
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_same_rate_among_tests_that_all_fail_that_often_is_noise(seed: int) -> None:
+    # Where every test fails 1.5 % of its runs, 2.5 % is no sign of a flaky test of its own.
+    analysis = analyse(_shard_of_four(SPREAD_OVER_NINE_DAYS, noise=0.015, seed=seed))
+    assert analysis.tests_by_id()["tests/test_sync.py::test_target"]["verdict"] == "healthy"
+
+
+def test_failures_crowded_into_a_few_hours_are_not_a_flaky_test() -> None:
+    # Six of the eleven fall in one afternoon (jobs 200-211, 6 hours): what a service it calls being
+    # down leaves, not a test failing now and then.
+    bunched = {7, 81, 150, 275, 361, 200, 202, 204, 205, 208, 210}
+    analysis = analyse(_shard_of_four(bunched, noise=0.001, seed=1))
+    assert analysis.tests_by_id()["tests/test_sync.py::test_target"]["verdict"] == "healthy"
 
 
 def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
