@@ -378,33 +378,44 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     most of the fleet, a shared cache poisoned for good) is not an outage.
 
     Judged per host that burst during the run against its own rate before it: it came back when its
-    rate after the run is at most halfway from its rate before to its rate during. At least a third of
-    them must have come back: hosts that went sick during the outage (a bad image reaching half the
-    pool in the same hour) do not veto it, while a step that stays brings back almost none. Where no
+    rate after the run is at most halfway from its rate before to its rate during, and no longer far
+    beyond the former or surely below the latter. Before and after are each host's own nearest runs
+    on either side. At least a third of them must have come back: hosts that went sick during the
+    outage (a bad image reaching half the pool in the same hour) do not veto it, while a step that
+    stays brings back almost none. Where no
     host has enough data on both sides, the fleet as a whole is judged the same way, and a run too
     close to the end of the data to tell is kept: an outage in progress has no after yet."""
     bins, observed, executions = counts.bins, counts.observed, counts.executions
     h_bin, h_host, h_obs, h_n = counts.h_bin, counts.h_host, counts.h_obs, counts.h_n
     kept = flagged.copy()
+    # Each host's (host, bin) pairs, in bin order (the pairs are sorted bin-major, the sort stable);
+    # host NONE (-1) included, so slot host + 1.
+    by_host = np.argsort(h_host, kind="stable")
+    host_starts = np.searchsorted(h_host[by_host], np.arange(-1, int(h_host.max(initial=-1)) + 2))
     for start, stop in _runs(bins, flagged, join):
         first, last = int(bins[start]), int(bins[stop - 1])
         # Before and after: the 2·radius bins with data nearest the run, 15 min away from it and at
         # most 12 h: jobs come in waves, and an hour with no job says nothing either way. Bins of
         # other flagged runs are no "after": a second outage an hour later is not the first staying.
+        # Each host is judged on its own nearest bins with data: a pool whose long jobs end in waves
+        # has none in the fleet's next bins. Where all it ran on a side lies in other flagged runs,
+        # those are its side: a pool gone sick for good bursts at each wave of its jobs, and each
+        # wave is no second outage.
         reach = 12 * radius
-        earlier = np.flatnonzero((bins <= first - 3) & (bins >= first - reach) & ~flagged)[-2 * radius :]
-        later = np.flatnonzero((bins >= last + 3) & (bins <= last + reach) & ~flagged)[: 2 * radius]
-        windows = {
-            "before": np.isin(h_bin, earlier),
-            "during": (h_bin >= start) & (h_bin < stop),
-            "after": np.isin(h_bin, later),
-        }
+        before_bins = (bins <= first - 3) & (bins >= first - reach)
+        after_bins = (bins >= last + 3) & (bins <= last + reach)
+        earlier = np.flatnonzero(before_bins & ~flagged)[-2 * radius :]
+        later = np.flatnonzero(after_bins & ~flagged)[: 2 * radius]
+        during_run = (h_bin >= start) & (h_bin < stop)
         came_back = went_up = 0
-        for host in np.unique(h_host[windows["during"]]):
-            tally = {}
-            for name, inside in windows.items():
-                mine = inside & (h_host == host)
-                tally[name] = (float(h_obs[mine].sum()), float(h_n[mine].sum()))
+        for host in np.unique(h_host[during_run]):
+            mine = by_host[host_starts[host + 1] : host_starts[host + 2]]
+            inside = mine[during_run[mine]]
+            tally = {
+                "before": _host_side(mine, before_bins, flagged, counts, -2 * radius),
+                "during": (float(h_obs[inside].sum()), float(h_n[inside].sum())),
+                "after": _host_side(mine, after_bins, flagged, counts, 2 * radius),
+            }
             if min(tally["before"][1], tally["after"][1]) < 10:
                 continue
             before, after = ((o + 1) / (n + 2) for o, n in (tally["before"], tally["after"]))
@@ -412,7 +423,15 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
             if failed < 2 or stats.binom.sf(failed - 1, ran, before) >= 1e-3:
                 continue  # this host did not burst
             went_up += 1
-            came_back += _came_back(before, failed / ran, after)
+            # Halfway back, and either no longer far beyond its rate before or surely below its
+            # rate during: one wave of a few dozen runs after may land halfway by chance where the
+            # host stayed sick, while an outage's last minutes may still reach a host's next runs.
+            after_failed, after_ran = tally["after"]
+            still_up = stats.binom.sf(after_failed - 1, after_ran, before) < 1e-3
+            lower = stats.fisher_exact(
+                [[failed, ran - failed], [after_failed, after_ran - after_failed]], alternative="greater"
+            ).pvalue
+            came_back += _came_back(before, failed / ran, after) and (not still_up or lower < 0.01)
         if went_up:
             if 3 * came_back < went_up:
                 kept[start:stop] = False
@@ -427,6 +446,24 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
         ):
             kept[start:stop] = False
     return kept
+
+
+def _host_side(
+    mine: np.ndarray, side: np.ndarray, flagged: np.ndarray, counts: _Counts, nearest: int
+) -> tuple[float, float]:
+    """(failures, executions) over one host's nearest `abs(nearest)` bins with data on one `side` of a
+    run (negative: the last ones before it); `mine` are its (host, bin) pairs in bin order. Outside
+    other flagged runs where it ran ten times or more there, else counting them too."""
+    on_side = mine[side[counts.h_bin[mine]]]
+    for pairs in (on_side[~flagged[counts.h_bin[on_side]]], on_side):
+        nearest_pairs = pairs[nearest:] if nearest < 0 else pairs[:nearest]
+        failures, executions = (
+            float(counts.h_obs[nearest_pairs].sum()),
+            float(counts.h_n[nearest_pairs].sum()),
+        )
+        if executions >= 10:
+            break
+    return failures, executions
 
 
 def _beyond_one_image(
