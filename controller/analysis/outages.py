@@ -382,9 +382,9 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     beyond the former or surely below the latter. Before and after are each host's own nearest runs
     on either side. At least a third of them must have come back: hosts that went sick during the
     outage (a bad image reaching half the pool in the same hour) do not veto it, while a step that
-    stays brings back almost none. Where no
-    host has enough data on both sides, the fleet as a whole is judged the same way, and a run too
-    close to the end of the data to tell is kept: an outage in progress has no after yet."""
+    stays brings back almost none. Where no host has enough data on both sides, the fleet as a whole
+    is judged the same way, and a run too close to the end of the data to tell is kept: an outage in
+    progress has no after yet."""
     bins, observed, executions = counts.bins, counts.observed, counts.executions
     h_bin, h_host, h_obs, h_n = counts.h_bin, counts.h_host, counts.h_obs, counts.h_n
     kept = flagged.copy()
