@@ -1468,6 +1468,14 @@ def main():
             "failures": s["fail"],
             "causes": s["causes"],
         }
+    # every failure with its true cause, for the scorer's explanations (not fed to the product)
+    with open(outdir / "failures.tsv", "w") as fh:
+        for tm, r, cause, _ in sorted(results, key=lambda x: x[0]):
+            if cause:
+                ri = r["runner"]
+                fh.write(
+                    f"{tm:.3f}\t{r['test_id']}\t{ri['id']}\t{ri.get('machine')}\t{ri.get('pool')}\t{ri.get('image')}\t{cause}\t{r['attempt']}\n"
+                )
     lines = [(tm, r) for tm, r, _, _ in results] + reps
     lines.sort(key=lambda x: x[0])
     with open(outdir / "history.ndjson", "w") as fh:
