@@ -50,6 +50,7 @@ MSG = {
     "image": "error: toolchain: libstdc++.so.6: version `GLIBCXX_3.4.32' not found",
     "pool": "AssertionError: token expired (clock)",
     "silent": "OSError: [Errno 5] Input/output error",
+    "dns": "socket.gaierror: [Errno -3] Temporary failure in name resolution",
     "registry": "ConnectionError: artifacts.internal:443 502 Bad Gateway",
     "network": "socket.timeout: timed out connecting to artifacts.internal",
     "service": "HTTPError: 503 Service Unavailable from payments-sandbox.example.com",
@@ -304,6 +305,20 @@ def build(seed: int, end: float):
         for t in rng.sample(heavy, min(len(heavy), rng.randint(2, 5))):
             t["flaky"] = rng.uniform(0.04, 0.2)
             t["truth"] = "flaky"
+    # a shared fixture that sometimes fails to come up: every test of that module in the job fails
+    fixture_mods = {}
+    for m in rng.sample(modules, rng.choice([0, 0, 1, 1, 2])):
+        members = [
+            t
+            for t in tests
+            if t["module"] == m["name"] and t["suite"] == "integration" and t["truth"] == "healthy"
+        ]
+        if len(members) >= 3:
+            q = rng.uniform(0.02, 0.1)
+            fixture_mods[m["name"]] = q
+            for t in members:
+                t["fixture"] = q
+                t["truth"] = "flaky"
     # external-service tests
     cand = [t for t in tests if t["truth"] == "healthy" and t["suite"] != "nightly"]
     ext = rng.sample(cand, rng.randint(3, 8))
@@ -327,6 +342,7 @@ def build(seed: int, end: float):
         "heavy_pool": heavy_pool,
         "cache_keys": cache_keys,
         "modules": modules,
+        "fixture_mods": fixture_mods,
     }
 
 
@@ -410,15 +426,17 @@ def plan(f):
         "pool",
         "eph_host",
         "arm_host",
+        "disk_cycle",
+        "pool_dns",
     ]
-    weights = [3, 1, 2, 2, 2, 2, 2, 1, 1, 2, 2]
+    weights = [3, 1, 2, 2, 2, 2, 2, 1, 1, 2, 2, 2, 1]
     made = 0
     tries = 0
     while made < n_sick and tries < 60:
         tries += 1
         typ = rng.choices(types, weights)[0]
         e = None
-        if typ in ("disk_fill", "inodes", "readonly", "oom", "clock", "cache", "silent"):
+        if typ in ("disk_fill", "inodes", "readonly", "oom", "clock", "cache", "silent", "disk_cycle"):
             r = free_runner(
                 agent=(typ != "silent") or None,
                 kinds=("x64", "arm", "win", "mac") if typ != "cache" else ("x64", "arm"),
@@ -439,6 +457,7 @@ def plan(f):
                 # a runner process's cache on a shared host: still the runner (its own work dir)
                 pass
             dim = {
+                "disk_cycle": "disk",
                 "disk_fill": "disk",
                 "inodes": "disk",
                 "readonly": "disk",
@@ -491,6 +510,24 @@ def plan(f):
                 end=fin,
                 frac=rng.uniform(0.2, 0.4),
             )
+            used.add(p)
+        elif typ == "pool_dns":
+            # a pool's DNS resolver answers badly for days: its network tests fail half the time; no
+            # agent check sees DNS, so the readings are all fine
+            cands = [
+                p for p, v in pools.items() if v["kind"] != "eph" and p not in used and len(v["runners"]) >= 3
+            ]
+            if len(pools) < 2 or not cands:
+                continue
+            p = rng.choice(cands)
+            onset, fin = window(1 * DAY, 3 * DAY)
+            onset = busy_time(onset - 6 * HOUR, onset + 6 * HOUR)
+            no_agents = all(not r.has_agent for r in pools[p]["runners"])
+            e = Effect(
+                typ="pool_dns", kind="pool", entity=p, pool=p, dimension="unknown", onset=onset, end=fin
+            )
+            if no_agents:
+                e.state = "suspect"
             used.add(p)
         elif typ == "pool":
             cands = [
@@ -643,9 +680,15 @@ def plan(f):
         dur = {
             "registry": rng.uniform(20, 60),
             "network": rng.uniform(30, 90),
-            "service": rng.uniform(45, 90),
+            "service": rng.uniform(45, 150),
         }[typ] * MIN
         t0 = busy_time(start + DAY, end - 6 * HOUR)
+        if typ == "registry" and rng.random() < 0.3:
+            # maintenance gone wrong at night: few runners are busy then
+            for _ in range(100):
+                t0 = rng.uniform(start + DAY, end - 6 * HOUR)
+                if traffic(f, t0) < 0.1:
+                    break
         o = {"id": f"O{j + 1}", "typ": typ, "start": t0, "end": t0 + dur}
         if typ == "network":
             o["pool"] = rng.choice(sorted(pools))
@@ -851,6 +894,7 @@ def schedule(f, effects, outages):
         tt = t0 + rng.uniform(20, 120)  # checkout, setup
         failed = []
         load = traffic(f, t0)
+        fixture_down = {m for m, q in f["fixture_mods"].items() if rng.random() < q}
         for test in job_tests:
             dur = test["dur"] * speed * rng.uniform(0.7, 1.5)
             tt += dur
@@ -870,6 +914,8 @@ def schedule(f, effects, outages):
             if test["flaky"]:
                 rate = test["flaky"] * (min(1.0, 1.6 * load**2) if test["busy_only"] else 1.0)
                 causes.append(("flaky", rate))
+            if test.get("fixture") and test["module"] in fixture_down:
+                causes.append(("flaky", 1.0))
             if test["broken"]:
                 c0, c1 = test["broken"]
                 if p["base"] >= c0 and (c1 is None or p["base"] < c1):
@@ -1044,6 +1090,12 @@ def effect_p(e, test, t, runner, f):
         return min(0.95, 0.35 + 0.6 * (t - e.onset) / DAY)
     if t < e.onset:
         return 0.0
+    if typ == "disk_cycle":
+        # the workspace fills every working day and the nightly cleanup frees it: full from ~14:00 local
+        h, _ = local_hour(f, t)
+        return 0.7 if test["io"] and (h >= 14 or h < 2) else 0.0
+    if typ == "pool_dns":
+        return 0.5 if test["net"] else 0.0
     if typ == "inodes":
         return 0.75 if test["io"] else 0.0
     if typ == "readonly":
@@ -1074,6 +1126,8 @@ def message_for(cause, effects, outages):
                 "cache": "cache",
                 "image": "image",
                 "silent": "silent",
+                "disk_cycle": "disk",
+                "pool_dns": "dns",
             }[e.typ]
             return MSG[m], ("error" if m == "oom" else "failed")
     for o in outages:
@@ -1222,6 +1276,10 @@ def readings_at(f, a, ms, mine, t, last_t, ar):
                 frac = min(1.0, (t - t_start) / (e.fill_days * DAY))
                 free = max(0.001, 0.3 * (1 - frac) + 0.015 * frac - 0.03 * max(0.0, (t - e.onset) / DAY))
                 free = max(0.0005, free)
+        elif e.typ == "disk_cycle" and t >= e.onset - DAY and not recovered:
+            h, _ = local_hour(f, t)
+            since = (h - 2) % 24  # hours since the nightly cleanup at 02:00
+            free = max(0.0005, 0.3 - 0.3 * min(1.0, since / 12.0) + ar.gauss(0, 0.003))
         elif e.typ == "inodes" and t >= e.onset - 6 * HOUR and not recovered:
             inodes = (
                 max(0.0005, 0.8 * (1 - (t - (e.onset - 6 * HOUR)) / (6 * HOUR))) if t < e.onset else 0.0008
@@ -1457,7 +1515,10 @@ def main():
         truth["tests"][t["id"]] = {
             "truth": t["truth"],
             "suite": t["suite"],
-            "rate": round(t["flaky"], 4) if t["flaky"] else None,
+            "rate": round(t["flaky"], 4)
+            if t["flaky"]
+            else (round(t["fixture"], 4) if t.get("fixture") else None),
+            "fixture": t.get("fixture") and t["module"],
             "busy_only": t["busy_only"] or None,
             "platform": t["platform_bad"],
             "platform_rate": t.get("platform_rate"),
