@@ -7,6 +7,7 @@ flaky test with fewer than 5 failures of its own) is "weak": missing it is liste
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from datetime import datetime
@@ -62,6 +63,25 @@ def causes_in(fails, t0, t1, pred=lambda r: True):
         if t0 <= r[0] < t1 and pred(r):
             out[r[6]] = out.get(r[6], 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def runs_after(d: Path, e, t0):
+    """Results on the truth entity after t0 (from the history file): can a clean run have been seen?"""
+    p = d / "history.ndjson.gz"
+    opener = gzip.open if p.exists() else open
+    p = p if p.exists() else d / "history.ndjson"
+    if not p.exists():
+        return -1
+    field = {"runner": "id", "machine": "machine", "pool": "pool", "image": "image"}[e["kind"]]
+    n = 0
+    with opener(p, "rt") as fh:
+        for line in fh:
+            if '"kind":"report"' in line or e["entity"] not in line:
+                continue
+            r = json.loads(line)
+            if r["runner"].get(field) == e["entity"] and ts(r["time"]) > t0:
+                n += 1
+    return n
 
 
 def score(d: Path):
@@ -182,10 +202,13 @@ def score(d: Path):
             )
         latest = max(mine_ok, key=lambda i: ts(i["onset"]))
         if t_end is not None and t_end < end - 6 * HOUR and latest["state"] != "resolved":
-            c["unres"] += 1
-            errs.append(
-                ("NOT-RESOLVED", f"fixed at {e['end']} ({hm(end - t_end)} before the end): {inc_str(latest)}")
-            )
+            after = runs_after(d, e, t_end)
+            msg = f"fixed at {e['end']} ({hm(end - t_end)} before the end), {after} runs on it since: {inc_str(latest)}"
+            if after >= 20:
+                c["unres"] += 1
+                errs.append(("NOT-RESOLVED", msg))
+            else:
+                notes.append(("not-resolved-few-runs", msg))
         if t_end is None and latest["state"] == "resolved":
             c["falseres"] += 1
             errs.append(("FALSE-RESOLVED", f"still sick at the end: {inc_str(latest)} | {ent_str(e)}"))
@@ -416,7 +439,7 @@ def main():
         print(f"{'total':>6} {sum(n for _, n, _ in rows):>8} " + " ".join(f"{tot[k]:>7}" for k, _ in cols))
     print(
         "\nsick: truth sick entities with enough failures (weak: too few); found/miss: matched or not; dim: wrong dimension;"
-        "\nstate: sick vs suspect wrong; susp-u: suspect where readings exist but show nothing (a bad image); unres: fixed but not resolved; f-res: resolved though still sick; gran: an"
+        "\nstate: sick vs suspect wrong; unres counts only entities with 20+ runs after the fix; susp-u: suspect where readings exist but show nothing (a bad image); unres: fixed but not resolved; f-res: resolved though still sick; gran: an"
         "\nincident at the wrong granularity; f-inc: false incidents; flaky: flaky tests with >= 5 own failures;"
         "\nm-flk: those missed; m-flk-w: weak flaky tests missed (not errors); f-flk: non-flaky tests called flaky;"
         "\nt-verd: broken/platform/healthy tests given another wrong verdict; outg/m-out/f-out: outages."
