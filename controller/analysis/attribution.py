@@ -84,9 +84,8 @@ def find_clusters(
     # Every entity at every level is a hypothesis; the false discovery rate is controlled over all of
     # them together. Before judging, everything clearly elevated is left out of the peers' rates, so
     # a fleet with several sick entities does not raise everyone's expectations and hide the next one.
-    contaminated = _elevated(levels, rates, frame, unit, usable, bins, config)
-    reference = usable & ~contaminated
-    first, p_values, tested = _all_levels(levels, rates, frame, usable, reference, bins, config)
+    references = _elevated(levels, rates, frame, unit, usable, bins, config).references(usable)
+    first, p_values, tested = _all_levels(levels, rates, frame, usable, references, bins, config)
     cutoff = bh_cutoff(p_values, tested, config.fdr_q)
 
     clusters: list[Cluster] = []
@@ -96,7 +95,7 @@ def find_clusters(
         level = levels[name]
         if explained.any():
             segments, expected, _ = _scan(
-                level, rates, frame, usable & ~explained, reference & ~explained, bins, config
+                level, rates, frame, usable & ~explained, references[name] & ~explained, bins, config
             )
         else:
             segments, expected = first[name]
@@ -293,7 +292,7 @@ def _all_levels(
     rates: _Rates,
     frame: Frame,
     usable: np.ndarray,
-    reference: np.ndarray,
+    references: dict[str, np.ndarray],
     bins: np.ndarray,
     config: AnalysisConfig,
 ) -> tuple[dict[str, tuple[list[Segment], np.ndarray]], list[float], int]:
@@ -301,11 +300,32 @@ def _all_levels(
     p_values: list[float] = []
     tested = 0
     for name in LEVELS:
-        segments, expected, count = _scan(levels[name], rates, frame, usable, reference, bins, config)
+        segments, expected, count = _scan(levels[name], rates, frame, usable, references[name], bins, config)
         found[name] = (segments, expected)
         p_values += [s.p_adjusted for s in segments]
         tested += count
     return found, p_values, tested
+
+
+@dataclass
+class _LeftOut:
+    """Rows left out of the peers' rates, by the level of the stretch that left them out.
+
+    An elevated pool is left out of what the other pools are compared with, never of what its own
+    images, hosts and runners are: they are compared within their pool, and with the whole pool left
+    out they would have no peers at all. An arm pool failing its arm-only tests would then have each
+    of its runners judged against the other platforms, as if it alone failed them."""
+
+    pools: np.ndarray
+    finer: np.ndarray  # by images, machines and runners
+
+    def of(self, name: str) -> np.ndarray:
+        """What a stretch at level `name` is judged without."""
+        left_out: np.ndarray = self.pools | self.finer if name == "pool" else self.finer
+        return left_out
+
+    def references(self, usable: np.ndarray) -> dict[str, np.ndarray]:
+        return {name: usable & ~self.of(name) for name in LEVELS}
 
 
 def _elevated(
@@ -316,8 +336,8 @@ def _elevated(
     usable: np.ndarray,
     bins: np.ndarray,
     config: AnalysisConfig,
-) -> np.ndarray:
-    """The rows to leave out of everyone's peers: stretches clearly elevated, not only full clusters.
+) -> _LeftOut:
+    """The rows to leave out of the peers' rates: stretches clearly elevated, not only full clusters.
 
     When half a pool is sick at once, each sick runner's peers are half sick too, so against them it
     shows twice the expected failures, never three times: the look here scans for a doubled rate and
@@ -327,26 +347,28 @@ def _elevated(
     explore = config.model_copy(update={"alternative_ratio": config.reference_exclusion_alternative})
     suspicious = config.model_copy(update={"min_ratio": config.reference_exclusion_ratio})
     job, fail = frame.cols["job"], frame.fail
-    contaminated = np.zeros(frame.size, bool)
+    left_out = _LeftOut(np.zeros(frame.size, bool), np.zeros(frame.size, bool))
     for _round in range(config.reference_exclusion_rounds):
         found, p_values, tested = _all_levels(
-            levels, rates, frame, usable, usable & ~contaminated, bins, explore
+            levels, rates, frame, usable, left_out.references(usable), bins, explore
         )
         cutoff = bh_cutoff(p_values, tested, config.fdr_q)
-        grown = contaminated.copy()
+        grown = _LeftOut(left_out.pools.copy(), left_out.finer.copy())
         for name in LEVELS:
             segments, expected = found[name]
             for segment in _one_per_entity(segments, fail, expected):
                 # Judged on what earlier rounds did not leave out already: an image whose excess is
                 # all on the runners left out so far is not elevated itself.
-                segment = _without(segment, contaminated, fail, expected)
+                segment = _without(segment, left_out.of(name), fail, expected)
                 breadth(segment, unit, job, fail, expected)
                 if is_cluster(segment, cutoff, suspicious):
-                    grown |= in_stretch(levels[name], segment, bins)
-        if not (grown & ~contaminated).any():
+                    (grown.pools if name == "pool" else grown.finer)[
+                        in_stretch(levels[name], segment, bins)
+                    ] = True
+        if not ((grown.pools & ~left_out.pools).any() or (grown.finer & ~left_out.finer).any()):
             break
-        contaminated = grown
-    return contaminated
+        left_out = grown
+    return left_out
 
 
 def _one_per_entity(segments: list[Segment], fail: np.ndarray, expected: np.ndarray) -> list[Segment]:

@@ -18,6 +18,7 @@ from tests.sim import Fleet, simulate
 from tests.sim.events import (
     BadImage,
     BrokenTest,
+    FlakyTest,
     Interaction,
     PeriodicPressure,
     PlatformTest,
@@ -710,6 +711,33 @@ def test_a_weak_fault_is_dated_from_its_readings_not_a_stray_failure_days_before
     incident, truth = _the_one_verdict(scenario, seed, "linux-05", "clock")
     onset = to_ms_text(incident["onset"])
     assert truth - 3_600_000 <= onset <= truth + 6 * 3_600_000
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5])
+def test_runners_of_a_pool_failing_its_platform_tests_are_judged_within_their_pool(seed: int) -> None:
+    # Three tests fail nine runs in ten on arm and pass on linux; twenty flaky tests keep the arm
+    # pool's excess under a cluster's bar, though it is elevated. arm-03's memory runs short from
+    # 40 h, failing two resource-sensitive tests, and nothing else. The elevated pool was left out of
+    # every arm runner's peers, so each was judged against linux, as if it alone failed the three
+    # platform tests: arm-03 and others were called suspect (held-out fleet 15 called such a
+    # runner sick, its memory readings "confirming" it).
+    scenario = Scenario(
+        pools=(PoolSpec("arm", 8, shards=8), PoolSpec("linux", 8, shards=8)),
+        duration_days=4.0,
+        events=(
+            *(PlatformTest(7 * i, "arm", p=0.9) for i in range(3)),
+            *(FlakyTest(40 + i, p=0.05) for i in range(20)),
+            WarningRunner("arm-03", "memory", start=timedelta(hours=40)),
+            ResourceSensitiveTest(5, "memory", p=0.8),
+            ResourceSensitiveTest(9, "memory", p=0.8),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    analysis = analyse(frame_of(fleet))
+    assert analysis.incidents == []
+    assert analysis.health["arm-03"]["health"] == "warning"
+    verdicts = {t["test_id"]: t["verdict"] for t in analysis.tests}
+    assert {verdicts[t] for t in fleet.truth.platform_tests} == {"platform"}
 
 
 @pytest.mark.parametrize("seed", [1, 2])
