@@ -1,7 +1,7 @@
 """Evidence: does the entity's own health show one sick dimension while it was failing?
 
-Test failures make an entity suspect; its agent readings — independent of the tests — name the
-dimension: disk (space, inodes, read-only), memory (available, pressure, OOM kills), clock (offset
+Test failures beyond chance make an entity sick, or suspect where no readings lie near them; its agent
+readings — independent of the tests — name the dimension: disk (space, inodes, read-only), memory (available, pressure, OOM kills), clock (offset
 against several NTP servers), cache (a digest that differs from the pool's majority for the same
 key). The dimension whose bad readings cover most of the cluster's failures, onset nearest the
 cluster's, wins. Bad readings without a failure excess are only a warning.
@@ -165,6 +165,7 @@ class Finding:
     readings_seen: int = 0
     failures_examined: int = 0
     failures_readable: int = 0  # of those, on runners or hosts that reported in the window
+    failures_near_readings: int = 0  # of those, with a reading of their runner or host near in time
     runners_reporting: int = 0
     per_dimension: dict[str, float] = field(default_factory=dict)
     examples: list[int] = field(default_factory=list)  # reading row indices
@@ -198,6 +199,14 @@ def examine(
     if not readable.any():
         return finding
     finding.failures_readable = int(readable.sum())
+    near = nearest_reading(frame, window, frame.cols["runner"][failed], frame.time_ms[failed], config) >= 0
+    near |= (
+        nearest_reading(
+            frame, window, frame.cols["machine"][failed], frame.time_ms[failed], config, "r_machine"
+        )
+        >= 0
+    )
+    finding.failures_near_readings = int(near.sum())
     best: tuple[float, float, str] | None = None
     for dimension in DIMENSIONS:
         rows = window[frame.r_check[window] == badness.check_of[dimension]]

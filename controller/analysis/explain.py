@@ -90,13 +90,15 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
     stats = incident["statistics"]
     if incident["state"] == "suspect":
         return [
-            "to become sick: its own readings must show one dimension bad (disk, memory, clock, cache) under at "
-            f"least {config.evidence_min_coverage:.0%} of the stretch's failures; none does now",
+            "to become sick: readings of its runners or hosts near at least half of its failures (its agents "
+            "are silent there now); one dimension bad (disk, memory, clock, cache) under at least "
+            f"{config.evidence_min_coverage:.0%} of them names it",
             f"to clear: {_clean_run(config, stats, 'after the stretch ')}",
         ]
     if incident["state"] == "sick":
+        readings = "readings healthy again and " if incident["dimension"] != "unknown" else ""
         return [
-            f"to clear: readings healthy again and {_clean_run(config, stats, '')}",
+            f"to clear: {readings}{_clean_run(config, stats, '')}",
             f"to be mere chance its p would have to exceed {stats.get('bh_bar', stats['bh_cutoff']):.2g} (the "
             f"Benjamini–Hochberg bar at its rank); it has p = {stats['p_adjusted']:.2g} "
             f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",

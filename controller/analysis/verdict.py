@@ -1,5 +1,6 @@
-"""Verdicts: a cluster becomes an incident — suspect on failures alone, sick once the entity's own
-readings confirm a dimension, resolved when it has run cleanly since. Everything `explain` shows is
+"""Verdicts: a cluster becomes an incident — sick when the entity's own readings lie near its failures
+(naming a dimension, or `unknown` where none was bad), suspect where none do, resolved when it has
+run cleanly since. Everything `explain` shows is
 kept on the incident."""
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ def build_incident(
     if finding.dimension != "unknown":
         state = "sick"
         decided = max(decided, finding.confirmed_at_ms or decided)
+    elif _read_while_failing(finding):
+        # Its agents reported around its failures and no dimension was bad: sick of something the
+        # readings do not measure (a bad image's software, a broken proxy). Suspect is for a cluster
+        # no agent reported on: the readings might have named it.
+        state = "sick"
     decided = max(decided, onset)  # no verdict is decided on data from before what it is about
     clean_since = usable if elsewhere is None else usable & ~elsewhere
     if chronic.size:
@@ -158,6 +164,7 @@ def build_incident(
             "readings_seen": finding.readings_seen,
             "failures_examined": finding.failures_examined,
             "failures_readable": finding.failures_readable,
+            "failures_near_readings": finding.failures_near_readings,
             "runners_reporting": finding.runners_reporting,
             "onset": iso(finding.onset_ms),
             "readings": [_reading(frame, r) for r in finding.examples],
@@ -168,6 +175,11 @@ def build_incident(
         "tests": _top_tests(frame, since_onset),
         "affected_jobs": _jobs(frame, since_onset),
     }
+
+
+def _read_while_failing(finding: Finding) -> bool:
+    """Whether readings of the runners or hosts that failed lie near most of its failures."""
+    return finding.failures_examined > 0 and 2 * finding.failures_near_readings >= finding.failures_examined
 
 
 def _onset(

@@ -18,6 +18,7 @@ from tests.sim import Fleet, simulate
 from tests.sim.events import (
     BadImage,
     BrokenTest,
+    Event,
     FlakyTest,
     Interaction,
     PeriodicPressure,
@@ -420,9 +421,39 @@ def test_a_bad_image_still_running_is_not_retired() -> None:
         events=(BadImage("ubuntu-22.04-20260915", "linux", onset=timedelta(hours=30), fraction_of_pool=0.5),),
     )
     incidents = analyse(frame_of(simulate(scenario, seed=1))).incidents
-    assert [(i["kind"], i["entity"], i["state"]) for i in incidents] == [
-        ("image", "ubuntu-22.04-20260915", "suspect")
+    # Sick, of nothing its hosts' readings measure: they reported all along and showed nothing bad.
+    assert [(i["kind"], i["entity"], i["state"], i["dimension"]) for i in incidents] == [
+        ("image", "ubuntu-22.04-20260915", "sick", "unknown")
     ]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_cluster_no_agent_reported_on_is_suspect_and_one_whose_agents_showed_nothing_is_sick(
+    seed: int,
+) -> None:
+    # linux-04 fails many tests from 30 h for a cause no reading measures. While its agent reports,
+    # healthy, it is sick of something unknown; with the agent silent from a day before, nothing
+    # could have named the cause: suspect. (Both were suspect once: a bad image whose hosts' agents
+    # all reported healthy was never "judged sick", as the issue asks of it.)
+    def verdict(*events: Event) -> tuple[str, str, str, str]:
+        scenario = Scenario(
+            pools=(PoolSpec("linux", 8, shards=8),),
+            duration_days=3.0,
+            events=(SickRunner("linux-04", "unknown", onset=timedelta(hours=30), fail_prob=0.4), *events),
+        )
+        ((kind, entity, state, dimension),) = {
+            (i["kind"], i["entity"], i["state"], i["dimension"])
+            for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+        }
+        return kind, entity, state, dimension
+
+    assert verdict() == ("runner", "linux-04", "sick", "unknown")
+    assert verdict(SilentAgent("linux-04", start=timedelta(hours=6))) == (
+        "runner",
+        "linux-04",
+        "suspect",
+        "unknown",
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 3])
