@@ -12,7 +12,9 @@ else that fails a test that way:
 - on one pool or image alone where it ran on several, or in jobs that failed much else besides
   (`max_others_failing` of their other tests, those with spans of their own aside): a sick place;
 - bound to commits — runs of older commits passed in the span while the new ones failed, or the
-  span's commits failed again later: a broken commit, fixed since.
+  span's commits failed again later: a broken commit, fixed since;
+- a step across it — far more failures in the day on one side than in the day on the other: a commit
+  broke (or fixed) it, and the span is hours only the newest code ran it.
 Where neither time nor commits tell (every run failed, on commits seen nowhere else; or the test did
 not run again after), the span counts only beside another test's that is clear. Tests whose spans
 overlap are one outage; each loses only its own runs in its own span.
@@ -37,6 +39,8 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
 HOUR_MS = 3_600_000
+# How unlikely a day's failures on one side of a span must be at the other side's rate to mark a step.
+STEP_P = 1e-3
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,8 @@ def _spans_of(
         recovered = after.size >= config.broken_min_runs
         if recovered and after.mean() < 0.5:
             continue  # kept failing after: broken, not an outage
+        if _stepped_across(hour, judged.fail[mine], first, last, config):
+            continue
         places = (frame.cols["pool"][judged.idx[inside]], frame.cols["image"][judged.idx[inside]])
         if any(_one_place_only(place, judged.fail[inside]) for place in places):
             continue
@@ -218,6 +224,30 @@ def _spans_of(
         clear = recovered and bound is False
         spans.append(_Span(code, first, last + 1, failing_hosts, hosts_active, clear))
     return spans
+
+
+def _stepped_across(
+    hour: np.ndarray, fail: np.ndarray, first: int, last: int, config: AnalysisConfig
+) -> bool:
+    """Whether the test failed far more in the day on one side of the span than in the day on the
+    other: a commit broke it (or fixed it) there, and the span is hours in which only the broken code
+    ran — a nightly build of the newest commit, while the day's pull requests on older bases pass. What
+    it depends on going down leaves it failing as often after as before."""
+    # Hours in which it failed most runs are left out: another outage of what it calls, the day before
+    # or after, is no step.
+    _hours, hour_of = np.unique(hour, return_inverse=True)
+    runs = np.bincount(hour_of)
+    mostly = (np.bincount(hour_of, weights=fail) >= config.dependency_min_rate * runs)[hour_of]
+    before = fail[(hour >= first - 24) & (hour < first) & ~mostly]
+    after = fail[(hour > last) & (hour <= last + 24) & ~mostly]
+    if before.size < config.broken_min_runs or after.size < config.broken_min_runs:
+        return False
+
+    def far_beyond(side: np.ndarray, other: np.ndarray) -> bool:
+        rate = (float(other.sum()) + 1.0) / (other.size + 2.0)
+        return bool(stats.binom.sf(int(side.sum()) - 1, side.size, rate) < STEP_P)
+
+    return far_beyond(after, before) or far_beyond(before, after)
 
 
 def _merged_windows(flagged_to: np.ndarray) -> list[tuple[int, int]]:
