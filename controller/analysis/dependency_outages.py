@@ -212,7 +212,7 @@ def _spans_of(
         recovered = after.size >= config.broken_min_runs
         if recovered and after.mean() < 0.5:
             continue  # kept failing after: broken, not an outage
-        if _stepped_across(hour, judged.fail[mine], first, last, config):
+        if _stepped_across(hour, fail, mostly_failed[hour_of], first, last, config):
             continue
         places = (frame.cols["pool"][judged.idx[inside]], frame.cols["image"][judged.idx[inside]])
         if any(_one_place_only(place, judged.fail[inside]) for place in places):
@@ -227,17 +227,14 @@ def _spans_of(
 
 
 def _stepped_across(
-    hour: np.ndarray, fail: np.ndarray, first: int, last: int, config: AnalysisConfig
+    hour: np.ndarray, fail: np.ndarray, mostly: np.ndarray, first: int, last: int, config: AnalysisConfig
 ) -> bool:
     """Whether the test failed far more in the day on one side of the span than in the day on the
     other: a commit broke it (or fixed it) there, and the span is hours in which only the broken code
     ran — a nightly build of the newest commit, while the day's pull requests on older bases pass. What
-    it depends on going down leaves it failing as often after as before."""
-    # Hours in which it failed most runs are left out: another outage of what it calls, the day before
-    # or after, is no step.
-    _hours, hour_of = np.unique(hour, return_inverse=True)
-    runs = np.bincount(hour_of)
-    mostly = (np.bincount(hour_of, weights=fail) >= config.dependency_min_rate * runs)[hour_of]
+    it depends on going down leaves it failing as often after as before. Runs in hours that failed
+    most runs (`mostly`) are left out: another outage of what it calls, the day before or after, is
+    no step."""
     before = fail[(hour >= first - 24) & (hour < first) & ~mostly]
     after = fail[(hour > last) & (hour <= last + 24) & ~mostly]
     if before.size < config.broken_min_runs or after.size < config.broken_min_runs:

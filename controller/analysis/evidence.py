@@ -1,9 +1,9 @@
 """Evidence: does the entity's own health show one sick dimension while it was failing?
 
-Test failures beyond chance make an entity sick, or suspect where no readings lie near them; its agent
-readings — independent of the tests — name the dimension: disk (space, inodes, read-only), memory (available, pressure, OOM kills), clock (offset
-against several NTP servers), cache (a digest that differs from the pool's majority for the same
-key). The dimension whose bad readings cover most of the cluster's failures, onset nearest the
+Test failures beyond chance make an entity sick, or suspect where no readings lie near them; its
+agent readings — independent of the tests — name the dimension: disk (space, inodes, read-only),
+memory (available, pressure, OOM kills), clock (offset against several NTP servers), cache (a digest
+that differs from the pool's majority for the same key). The dimension whose bad readings cover most of the cluster's failures, onset nearest the
 cluster's, wins. Bad readings without a failure excess are only a warning.
 """
 
@@ -199,14 +199,10 @@ def examine(
     if not readable.any():
         return finding
     finding.failures_readable = int(readable.sum())
-    near = nearest_reading(frame, window, frame.cols["runner"][failed], frame.time_ms[failed], config) >= 0
-    near |= (
-        nearest_reading(
-            frame, window, frame.cols["machine"][failed], frame.time_ms[failed], config, "r_machine"
-        )
-        >= 0
-    )
-    finding.failures_near_readings = int(near.sum())
+    times = frame.time_ms[failed]
+    near_runner = nearest_reading(frame, window, frame.cols["runner"][failed], times, config) >= 0
+    near_host = nearest_reading(frame, window, frame.cols["machine"][failed], times, config, "r_machine") >= 0
+    finding.failures_near_readings = int((near_runner | near_host).sum())
     best: tuple[float, float, str] | None = None
     for dimension in DIMENSIONS:
         rows = window[frame.r_check[window] == badness.check_of[dimension]]

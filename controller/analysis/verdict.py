@@ -1,7 +1,6 @@
 """Verdicts: a cluster becomes an incident — sick when the entity's own readings lie near its failures
 (naming a dimension, or `unknown` where none was bad), suspect where none do, resolved when it has
-run cleanly since. Everything `explain` shows is
-kept on the incident."""
+run cleanly since. Everything `explain` shows is kept on the incident."""
 
 from __future__ import annotations
 
