@@ -77,7 +77,7 @@ def find_clusters(
     """Clusters attributed to the right level, the bursts that were no cluster, the BH p-value cutoff
     and the number of tests. `unit` is per row its test's unit (cofailing.CoFailingGroups): breadth counts
     tests that fail together as one."""
-    levels = build_levels(frame, usable)
+    levels = build_levels(frame, usable, config)
     job, fail = frame.cols["job"], frame.fail
     rates = _Rates(frame, usable, bins, config)
 

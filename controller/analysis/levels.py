@@ -2,7 +2,8 @@
 
 An entity only stands as its own level where it means something: a machine that hosts one
 persistent runner *is* that runner; an image on one host is that host, and the only image of its pool
-is that pool; a lone pool has no peers.
+is that pool; a lone pool has no peers, and a pool is not judged on its platform's tests (tests it
+fails from their first runs in the window on, while the other pools pass them).
 Ephemeral runners are never judged by their single-use id, only by machine, image and pool.
 """
 
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from controller.analysis.baseline import grouped, unique_pairs
+from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import NONE, Frame
 
 LEVELS = ("pool", "image", "machine", "runner")
@@ -26,7 +29,7 @@ class Level:
     child: np.ndarray | None  # finer entity per row, for the leave-one-child-out check
 
 
-def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
+def build_levels(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> dict[str, Level]:
     """Entity codes for the rows selected by the boolean mask `rows`."""
     c = frame.cols
     runner = np.where(frame.ephemeral, NONE, c["runner"])
@@ -53,6 +56,8 @@ def build_levels(frame: Frame, rows: np.ndarray) -> dict[str, Level]:
 
     pools = np.unique(pool[rows])
     pool_entity = pool if pools.size >= 2 else np.full_like(pool, NONE)
+    if pools.size >= 2:
+        pool_entity = np.where(_platforms_tests(frame, rows, config), NONE, pool)
     whole_fleet = np.zeros_like(pool)
 
     machine_child = np.where(frame.ephemeral, NONE, c["runner"])
@@ -71,3 +76,47 @@ def _distinct_per(group: np.ndarray, member: np.ndarray) -> dict[int, int]:
     pairs = np.unique(group.astype(np.int64) * span + (member.astype(np.int64) + 1))
     owners, counts = np.unique(pairs // span, return_counts=True)
     return dict(zip(owners.tolist(), counts.tolist(), strict=True))
+
+
+def _platforms_tests(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> np.ndarray:
+    """Per row: whether it is a run of a test its pool fails from its first runs in the window on
+    (most of its first `broken_min_runs` there, and most of them all) while the other pools pass it
+    (at most `platform_max_elsewhere`, over twice `broken_min_runs` runs or more).
+
+    Such a test is the platform's (it fails only on arm), not a sign of the pool's health: three of them
+    on one pool would otherwise make that pool a sick one. A pool falling sick in the window fails its
+    tests from its onset on, not from their first runs; one sick since before the window started cannot
+    be told from its platform, and its tests get the platform verdict instead."""
+    idx = np.flatnonzero(rows & (frame.cols["pool"] >= 0))
+    found = np.zeros(rows.size, bool)
+    if idx.size == 0:
+        return found
+    pool, test, fail = frame.cols["pool"][idx], frame.cols["test"][idx], frame.fail[idx]
+    pairs, pair_of = unique_pairs(pool, test)
+    runs = np.bincount(pair_of, minlength=pairs.shape[1])
+    failures = np.bincount(pair_of, weights=fail.astype(float), minlength=pairs.shape[1])
+    tests, test_of_pair = np.unique(pairs[1], return_inverse=True)
+    elsewhere_runs = np.bincount(test_of_pair, weights=runs, minlength=tests.size)[test_of_pair] - runs
+    elsewhere_fail = (
+        np.bincount(test_of_pair, weights=failures, minlength=tests.size)[test_of_pair] - failures
+    )
+    candidate = (
+        (runs >= config.broken_min_runs)
+        & (failures >= config.platform_min_rate * runs)
+        & (elsewhere_runs >= 2 * config.broken_min_runs)
+        & (elsewhere_fail <= config.platform_max_elsewhere * np.maximum(elsewhere_runs, 1))
+    )
+    if not candidate.any():
+        return found
+    # Each pair's runs in time order; the first few of each pair are its opening.
+    order = grouped(pair_of, frame.time_ms[idx])
+    starts = np.concatenate([[0], np.cumsum(runs)[:-1]])
+    position = np.empty(idx.size, np.int64)
+    position[order] = np.arange(idx.size) - np.repeat(starts, runs)
+    opening = position < config.broken_min_runs
+    opening_fail = np.bincount(
+        pair_of[opening], weights=fail[opening].astype(float), minlength=pairs.shape[1]
+    )
+    platform = candidate & (opening_fail >= config.platform_min_rate * config.broken_min_runs)
+    found[idx] = platform[pair_of]
+    return found

@@ -771,6 +771,45 @@ def test_runners_of_a_pool_failing_its_platform_tests_are_judged_within_their_po
     assert {verdicts[t] for t in fleet.truth.platform_tests} == {"platform"}
 
 
+@pytest.mark.parametrize(("seed", "platform_tests"), [(1, 3), (3, 5), (4, 8)])
+def test_several_tests_failing_only_on_one_platform_do_not_make_that_pool_sick(
+    seed: int, platform_tests: int
+) -> None:
+    # Tests that fail nine runs in ten on arm, from its first runs of them on, and pass on linux. Two
+    # were the most the breadth checks could tell from a sick pool: a third fails far beyond chance
+    # beyond the top two, and the arm pool was called sick on three, five and eight of them alike.
+    scenario = Scenario(
+        pools=(PoolSpec("arm", 8, shards=8), PoolSpec("linux", 8, shards=8)),
+        duration_days=4.0,
+        events=tuple(PlatformTest(7 * i, "arm", p=0.9) for i in range(platform_tests)),
+    )
+    fleet = simulate(scenario, seed=seed)
+    analysis = analyse(frame_of(fleet))
+    assert analysis.incidents == []
+    verdicts = {t["test_id"]: t["verdict"] for t in analysis.tests}
+    assert {verdicts[t] for t in fleet.truth.platform_tests} == {"platform"}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_pool_falling_sick_beside_its_platform_tests_is_still_sick(seed: int) -> None:
+    # The arm pool's platform tests fail from the first hour; at 50 h the whole pool starts failing
+    # one run in five of everything. Leaving the platform's tests out of the pool's judgement must
+    # not leave out the pool's own sickness.
+    scenario = Scenario(
+        pools=(PoolSpec("arm", 8, shards=8), PoolSpec("linux", 8, shards=8)),
+        duration_days=4.0,
+        events=(
+            *(PlatformTest(7 * i, "arm", p=0.9) for i in range(3)),
+            SickPool("arm", "unknown", onset=timedelta(hours=50), fail_prob=0.2),
+        ),
+    )
+    fleet = simulate(scenario, seed=seed)
+    analysis = analyse(frame_of(fleet))
+    assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [("pool", "arm")]
+    onset = to_ms(fleet.truth.sick_onset[("pool", "arm")])
+    assert onset - 3_600_000 <= to_ms_text(analysis.incidents[0]["onset"]) <= onset + 6 * 3_600_000
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_runner_whose_shard_holds_a_platform_test_is_dated_from_its_sickness_not_the_test(
     seed: int,
