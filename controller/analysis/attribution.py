@@ -151,6 +151,9 @@ def find_clusters(
         for cluster in clusters:
             if cluster.segment.level == name:
                 explained |= in_stretch(level, cluster.segment, bins)
+        for burst in bursts:
+            if burst.level == name:
+                explained |= _shared_burst(burst, level, frame, usable)
     clusters += _sick_under_a_bad_image(clusters, levels, frame, unit, usable, bins, badness, cutoff, config)
     return Clusters(clusters, bursts, cutoff, tested)
 
@@ -503,14 +506,71 @@ def _passing_burst(
     start = int(np.argmax(reach - np.arange(times.size)))
     first, last = int(times[start]), int(times[reach[start] - 1])
     outside = (frame.time_ms[rows] < first) | (frame.time_ms[rows] > last)
-    if not _within_chance(int(fail[outside].sum()), float(expected[rows[outside]].sum()), config):
-        return None
     later = np.flatnonzero((level.entity == segment.entity) & usable & (frame.time_ms > last))
-    if later.size < config.resolve_after_executions or not _within_chance(
-        int(frame.fail[later].sum()), float(expected[later].sum()), config
-    ):
+    if later.size < config.resolve_after_executions:
+        return None
+    if not _calm_around((rows[outside], later), rows[~outside], level, frame, expected, config):
         return None
     return Burst(segment.level, segment.entity, first, last, segment.failures, segment.executions)
+
+
+def _calm_around(
+    sides: tuple[np.ndarray, np.ndarray],
+    hour: np.ndarray,
+    level: Level,
+    frame: Frame,
+    expected: np.ndarray,
+    config: AnalysisConfig,
+) -> bool:
+    """Whether the entity failed no more than chance on each side of its burst's hour: outside it in
+    the stretch, and after it. Where the hour struck several of its children, the child failing most
+    beyond chance on those sides is left out of them: a pool's hour of broken network beside one of
+    its runners falling sick on its own is that hour, and that runner, each judged for itself."""
+
+    child = level.child
+
+    def calm(without: int | None) -> bool:
+        for side in sides:
+            kept = side if without is None or child is None else side[child[side] != without]
+            if not _within_chance(int(frame.fail[kept].sum()), float(expected[kept].sum()), config):
+                return False
+        return True
+
+    if calm(None):
+        return True
+    if child is None:
+        return False
+    struck, counts = np.unique(child[hour[frame.fail[hour]]], return_counts=True)
+    both = np.concatenate(sides)
+    if struck.size < 2 or both.size == 0:
+        return False
+    children, child_of = np.unique(child[both], return_inverse=True)
+    excess = np.bincount(child_of, weights=frame.fail[both] - expected[both], minlength=children.size)
+    worst = int(children[int(np.argmax(excess))])
+    # The hour is the children's together, not the worst one's alone.
+    if counts[struck == worst].sum() * 2 > counts.sum():
+        return False
+    return calm(worst)
+
+
+def _shared_burst(burst: Burst, level: Level, frame: Frame, usable: np.ndarray) -> np.ndarray:
+    """The burst's rows where its children shared it: whatever failed on a pool at that moment (an
+    hour of broken network) failed on its images and hosts too, and they are not judged on it again:
+    the image would be an incident for it, failing a little more than its peers on other days. A burst
+    most of whose failures are one child's is that child's to be judged on (a runner's first hour of
+    trouble at its image's level)."""
+    rows: np.ndarray = (
+        usable
+        & (level.entity == burst.entity)
+        & (frame.time_ms >= burst.start_ms)
+        & (frame.time_ms <= burst.end_ms)
+    )
+    if level.child is None:
+        return rows
+    _, counts = np.unique(level.child[rows & frame.fail], return_counts=True)
+    if counts.size < 2 or counts.max() * 2 > counts.sum():
+        return np.zeros(frame.size, bool)
+    return rows
 
 
 def _within_chance(failures: int, expected: float, config: AnalysisConfig) -> bool:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from common.timeutil import iso, to_ms
+from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
@@ -808,6 +809,36 @@ def test_a_pool_falling_sick_beside_its_platform_tests_is_still_sick(seed: int) 
     assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [("pool", "arm")]
     onset = to_ms(fleet.truth.sick_onset[("pool", "arm")])
     assert onset - 3_600_000 <= to_ms_text(analysis.incidents[0]["onset"]) <= onset + 6 * 3_600_000
+
+
+@pytest.mark.parametrize("minutes", [30, 45])
+def test_an_hour_that_struck_a_whole_pool_is_a_burst_of_each_image_beside_a_sick_runner(minutes: int) -> None:
+    # A small pool of two images (6 runners beside 28 elsewhere) fails nine tests in ten for half an
+    # hour at 40 h, and passes again; win-02 (image win-b) fails one run in sixteen from 20 h, a disk
+    # of its own. Fleet outages are left out of the picture (the pool is too small a share to be
+    # one here). win-b's stretch held the pool's hour and then win-02's failures after it, so it was
+    # no passing burst and became a sick image; the hour was the pool's, and the rest is win-02's.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 16), PoolSpec("win", 6, images=("win-a", "win-b")), PoolSpec("mac", 12)),
+        duration_days=4.0,
+        events=(
+            SickPool(
+                "win",
+                "unknown",
+                onset=timedelta(hours=40),
+                end=timedelta(hours=40, minutes=minutes),
+                fail_prob=0.9,
+            ),
+            SickRunner("win-02", "disk", onset=timedelta(hours=20), fail_prob=0.06),
+        ),
+    )
+    fleet = simulate(scenario, seed=2)
+    config = AnalysisConfig(outage_min_runners=1000, outage_min_share=1.0)
+    analysis = analyse(frame_of(fleet), config=config)
+    assert [(i["kind"], i["entity"], i["state"]) for i in analysis.incidents] == [
+        ("runner", "win-02", "sick")
+    ]
+    assert {("image", "win-a"), ("image", "win-b")} <= {(b["kind"], b["entity"]) for b in analysis.bursts}
 
 
 @pytest.mark.parametrize("seed", [1, 2])
