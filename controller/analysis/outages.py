@@ -653,8 +653,9 @@ def _host_rate_before(
     bin_of: np.ndarray, host: np.ndarray, observed: np.ndarray, executions: np.ndarray, radius: int
 ) -> np.ndarray:
     """Each (host, bin)'s own failure rate over the bins 3 to 2·radius before it; where the host ran
-    too little there (a static pool whose jobs come in waves hours apart), over the 12 h before; 0
-    where it has too little data in either."""
+    too little there (a static pool whose jobs come in waves hours apart), over the 12 h before, or
+    the two days before (a pool whose jobs come in one wave a day); 0 where it has too little data in
+    any."""
     order = np.lexsort((bin_of, host))
     h, b = host[order].astype(np.int64), bin_of[order].astype(np.int64)
     key = h * (int(b.max()) + 24 * radius + 10) + b
@@ -662,7 +663,7 @@ def _host_rate_before(
     cum_n = np.concatenate([[0.0], np.cumsum(executions[order])])
     stop = np.searchsorted(key, key - 3, side="right")
     rate = np.zeros(order.size)
-    for reach in (12 * radius, 2 * radius):
+    for reach in (48 * radius, 12 * radius, 2 * radius):
         start = np.searchsorted(key, key - reach, side="left")
         o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
         rate = np.where(n >= 10, (o + 1) / (n + 2), rate)

@@ -251,3 +251,36 @@ def test_a_pool_going_sick_for_good_between_its_waves_of_jobs_is_no_outage() -> 
 def test_an_outage_over_a_wave_of_that_pools_jobs_is_found(step: bool) -> None:
     (found,) = _pool_stepping_in_waves(step, outage=(1190, 1230)).outages()
     assert found.start_ms <= 1205 * MINUTE_MS and found.end_ms >= 1225 * MINUTE_MS
+
+
+def _daily_wave_beside_a_busy_pool(outage: tuple[int, int] | None = None) -> Fleet:
+    """Twelve Linux hosts finishing a job every 20 minutes over three days, and three arm hosts whose
+    jobs come in one wave a day, at 18:00. a0 and a1 run a bad image: they fail a third of their
+    tests at every wave. a2's disk turns read-only before the third wave. With `outage` (minutes),
+    every job starting in it fails a third of its tests, on either pool."""
+    linux, arm = [f"l{k:02}" for k in range(12)], ["a0", "a1", "a2"]
+    fleet = Fleet(dict.fromkeys(linux, "linux") | dict.fromkeys(arm, "arm"))
+    down = outage or (-1, -1)
+    for k, host in enumerate(linux):
+        for start in range(k, 3 * 1440, 20):
+            fleet.job(host, start, 0.35 if down[0] <= start < down[1] else 0.002)
+    for day in range(3):
+        wave = day * 1440 + 1080
+        for k, host in enumerate(arm):
+            sick = host in ("a0", "a1") or (host == "a2" and day == 2)
+            fleet.job(host, wave + k, 0.35 if sick or down[0] <= wave < down[1] else 0.002)
+    return fleet
+
+
+def test_hosts_failing_at_every_daily_wave_and_one_falling_sick_at_the_last_are_no_outage() -> None:
+    # Held-out fleet 203: a bad image's two hosts fail every one of their daily waves, and a third
+    # host's disk turned read-only before the last. At that wave three hosts of twenty-one burst
+    # beyond their tests' usual rates, and three is all a fleet-wide burst asks where that many are
+    # active. The two had run nothing in the 12 h before, so each one's own rate "before" was
+    # unknown and its failing at every wave looked like a burst. Their wave a day earlier is theirs.
+    assert _daily_wave_beside_a_busy_pool().outages() == []
+
+
+def test_an_outage_over_a_daily_wave_is_still_found() -> None:
+    (found,) = _daily_wave_beside_a_busy_pool(outage=(2 * 1440 + 1070, 2 * 1440 + 1110)).outages()
+    assert found.start_ms <= (2 * 1440 + 1080) * MINUTE_MS <= found.end_ms
