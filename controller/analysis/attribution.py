@@ -26,7 +26,7 @@ from controller.analysis.clusters import (
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.evidence import Badness, Finding, examine
 from controller.analysis.frame import Frame
-from controller.analysis.levels import LEVELS, Level, build_levels
+from controller.analysis.levels import LEVELS, Level
 
 # How unlikely a child's own failures must be for it to count among those the cause reached.
 CHILD_P = 0.01
@@ -68,6 +68,7 @@ class Clusters:
 
 def find_clusters(
     frame: Frame,
+    levels: dict[str, Level],
     usable: np.ndarray,
     bins: np.ndarray,
     badness: Badness,
@@ -75,9 +76,8 @@ def find_clusters(
     config: AnalysisConfig,
 ) -> Clusters:
     """Clusters attributed to the right level, the bursts that were no cluster, the BH p-value cutoff
-    and the number of tests. `unit` is per row its test's unit (cofailing.CoFailingGroups): breadth counts
-    tests that fail together as one."""
-    levels = build_levels(frame, usable, config)
+    and the number of tests. `levels` are built over the `usable` rows (levels.build_levels); `unit` is
+    per row its test's unit (cofailing.CoFailingGroups): breadth counts tests that fail together as one."""
     job, fail = frame.cols["job"], frame.fail
     rates = _Rates(frame, usable, bins, config)
 

@@ -74,9 +74,9 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     dependency_outages = find_dependency_outages(frame, usable, config)
     for dependency_outage in dependency_outages:
         usable &= ~dependency_outage.rows
-    found = find_clusters(frame, usable, bins, badness, groups.unit, config)
-    clusters, cutoff, tested = found.clusters, found.cutoff, found.tested
     levels = build_levels(frame, usable, config)
+    found = find_clusters(frame, levels, usable, bins, badness, groups.unit, config)
+    clusters, cutoff, tested = found.clusters, found.cutoff, found.tested
     incidents = []
     discount = np.full(frame.size, -1, np.int32)
     reasons: list[str] = []
