@@ -17,6 +17,7 @@ from scipy import stats
 from controller.analysis.baseline import Baseline, unique_pairs
 from controller.analysis.clusters import (
     Segment,
+    beyond_its_top_jobs,
     bh_cutoff,
     breadth,
     exact_p,
@@ -47,8 +48,9 @@ class Cluster:
 @dataclass(frozen=True)
 class Burst:
     """Many tests failing on one entity within about an outage's length, outside and after which it
-    failed no more than usual: no sick entity, and no fault of the tests either. Its failures are
-    kept out of flake scores."""
+    failed no more than usual; or in one of two jobs beyond which it failed no more than usual (a job
+    that crashed half-way): no sick entity, and no fault of the tests either. Its failures are kept
+    out of flake scores."""
 
     level: str
     entity: int
@@ -111,6 +113,10 @@ def find_clusters(
             burst = _passing_burst(segment, level, frame, usable, expected, config)
             if burst is not None:
                 bursts.append(burst)
+                continue
+            bad_jobs = _bad_jobs(segment, level, frame, usable, badness, config)
+            if bad_jobs:
+                bursts += bad_jobs
                 continue
             note, common_onset = _spread_over_children(
                 segment, level, frame, unit, usable, expected, badness, cutoff, config
@@ -264,14 +270,61 @@ def _stands(
     around its failures name the sick dimension."""
     if is_cluster(segment, cutoff, config):
         return True
-    if level.name not in ("runner", "machine"):
-        return False
     lowered = config.model_copy(
         update={"min_ratio": config.confirmed_min_ratio, "min_excess_rate": config.confirmed_min_excess_rate}
     )
-    if not is_cluster(segment, cutoff, lowered):
-        return False
-    return _own_readings_finding(segment, level.name, frame, badness, config).dimension != "unknown"
+    return is_cluster(segment, cutoff, lowered) and _readings_confirm(segment, level, frame, badness, config)
+
+
+def _readings_confirm(
+    segment: Segment, level: Level, frame: Frame, badness: Badness, config: AnalysisConfig
+) -> bool:
+    """Whether a runner's or host's own readings around the segment's failures name the dimension."""
+    return (
+        level.name in ("runner", "machine")
+        and _own_readings_finding(segment, level.name, frame, badness, config).dimension != "unknown"
+    )
+
+
+def _bad_jobs(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    badness: Badness,
+    config: AnalysisConfig,
+) -> list[Burst]:
+    """The segment's two most-failing jobs as bursts, where nothing beyond them fails more than chance,
+    no reading of its own names a cause, and the entity ran on after them: a job that crashed or lost
+    its workspace half-way fails every test it had left, on whatever healthy runner it ran, and two such
+    jobs are two bad jobs, not a sick runner. Their failures are kept out of the tests' flake scores
+    all the same. Two such jobs that are the last it ran may be a runner just fallen sick: judged."""
+    if beyond_its_top_jobs(segment, config) or _readings_confirm(segment, level, frame, badness, config):
+        return []
+    rows = segment.rows
+    job = frame.cols["job"][rows]
+    jobs, counts = np.unique(job[frame.fail[rows]], return_counts=True)
+    top_jobs = jobs[np.argsort(-counts, kind="stable")[:2]]
+    last = int(frame.time_ms[rows[np.isin(job, top_jobs)]].max())
+    later = (level.entity == segment.entity) & usable & (frame.time_ms > last)
+    if int(later.sum()) < config.resolve_after_executions:
+        return []
+    bursts = []
+    for top in sorted(top_jobs.tolist()):
+        mine = rows[job == top]
+        times = frame.time_ms[mine[frame.fail[mine]]]
+        inside = mine[(frame.time_ms[mine] >= times.min()) & (frame.time_ms[mine] <= times.max())]
+        bursts.append(
+            Burst(
+                segment.level,
+                segment.entity,
+                int(times.min()),
+                int(times.max()),
+                int(frame.fail[inside].sum()),
+                int(inside.size),
+            )
+        )
+    return bursts
 
 
 def _reader(frame: Frame, level_name: str) -> np.ndarray:

@@ -45,6 +45,8 @@ class Segment:
     without_top_test_ratio: float = 0.0
     beyond_top_two_p: float = 1.0
     beyond_top_two_ratio: float = 0.0
+    beyond_top_two_jobs_p: float = 0.0  # the same beyond the two jobs that failed most (0: jobs unnamed)
+    beyond_top_two_jobs_ratio: float = math.inf
     top_test: int = -1
     notes: list[str] = field(default_factory=list)
 
@@ -195,10 +197,29 @@ def breadth(
     o, x = float(fail[rest].sum()), float(expected[rest].sum())
     segment.beyond_top_two_p = exact_p(o, rest.size, x)
     segment.beyond_top_two_ratio = o / x if x > 0 else math.inf
+    # And beyond the two jobs that failed most: a job that crashed half-way fails every test it had
+    # left at once, on whatever runner it ran on.
+    if (job[rows] >= 0).all():
+        jobs, job_counts = np.unique(job[failed], return_counts=True)
+        top_jobs = jobs[np.argsort(-job_counts, kind="stable")[:2]]
+        rest = rows[~np.isin(job[rows], top_jobs)]
+        o, x = float(fail[rest].sum()), float(expected[rest].sum())
+        segment.beyond_top_two_jobs_p = exact_p(o, rest.size, x)
+        segment.beyond_top_two_jobs_ratio = o / x if x > 0 else math.inf
 
 
 # How clearly the tests beyond the two most-failing must still fail more than expected.
 BEYOND_TOP_TWO_P = 0.05
+
+
+def beyond_its_top_jobs(segment: Segment, config: AnalysisConfig) -> bool:
+    """Whether the stretch's failures beyond its two most-failing jobs still fail more than chance:
+    two jobs that crashed or lost their workspace on a healthy runner are two bad jobs, not a sick
+    runner. A runner whose own readings name the cause needs no more jobs than that."""
+    return (
+        segment.beyond_top_two_jobs_p <= BEYOND_TOP_TWO_P
+        and segment.beyond_top_two_jobs_ratio >= config.min_ratio / 1.5
+    )
 
 
 def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:

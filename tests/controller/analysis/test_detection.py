@@ -841,6 +841,49 @@ def test_an_hour_that_struck_a_whole_pool_is_a_burst_of_each_image_beside_a_sick
     assert {("image", "win-a"), ("image", "win-b")} <= {(b["kind"], b["entity"]) for b in analysis.bursts}
 
 
+def _two_jobs_crash_half_way(seed: int, disk_readings_bad: bool) -> Fleet:
+    """linux-03's jobs a day and two days in lose their workspace half-way: every test they had left
+    fails at once. With `disk_readings_bad`, its disk reads full from 20 h on."""
+    events: tuple[Event, ...] = (
+        (WarningRunner("linux-03", "disk", start=timedelta(hours=20)),) if disk_readings_bad else ()
+    )
+    scenario = Scenario(pools=(PoolSpec("linux", 8), PoolSpec("mac", 6)), duration_days=3.0, events=events)
+    fleet = simulate(scenario, seed=seed)
+    jobs: dict[str, list[int]] = {}
+    for i, result in enumerate(fleet.results):
+        if result["runner"]["id"] == "linux-03" and result["job_id"]:
+            jobs.setdefault(result["job_id"], []).append(i)
+    long_jobs = sorted((rows for rows in jobs.values() if len(rows) >= 30), key=lambda rows: rows[0])
+    for rows in (long_jobs[len(long_jobs) // 3], long_jobs[2 * len(long_jobs) // 3]):
+        for i in rows[len(rows) // 2 :]:
+            if fleet.results[i]["outcome"] == "passed":
+                fleet.results[i]["outcome"] = "error"
+                fleet.results[i]["message"] = "OSError: [Errno 28] No space left on device"
+    return fleet
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_jobs_that_crashed_on_a_healthy_runner_are_no_sick_runner(seed: int) -> None:
+    # Held-out simulator 2 called nine runners sick (then resolved) for a job or two that failed
+    # every test they had left: 5 to 115 failures in 2 to 10 jobs, the rest of them a test here and
+    # there. Two bad jobs are two bad jobs; the runner's failures beyond them are within chance.
+    analysis = analyse(frame_of(_two_jobs_crash_half_way(seed, disk_readings_bad=False)))
+    assert analysis.incidents == []
+    assert "linux-03" not in analysis.health
+    # Named as two bursts, so their failures are not charged to the tests they cut short.
+    assert [b["entity"] for b in analysis.bursts if b["kind"] == "runner"].count("linux-03") == 2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_jobs_that_crashed_while_the_runners_disk_read_full_are_a_sick_runner(seed: int) -> None:
+    # The same two jobs, while linux-03's own readings show its disk full: the readings name the
+    # cause, and two jobs are enough.
+    analysis = analyse(frame_of(_two_jobs_crash_half_way(seed, disk_readings_bad=True)))
+    assert [(i["kind"], i["entity"], i["dimension"]) for i in analysis.incidents] == [
+        ("runner", "linux-03", "disk")
+    ]
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_runner_whose_shard_holds_a_platform_test_is_dated_from_its_sickness_not_the_test(
     seed: int,
