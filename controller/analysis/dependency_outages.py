@@ -10,7 +10,8 @@ a stretch it did not cause. A few hours in which one test failed most of its run
 else that fails a test that way:
 - longer than `outage_max_s`, or the test kept failing after: a broken test;
 - on one pool or image alone where it ran on several, or in jobs that failed much else besides
-  (`max_others_failing` of their other tests, those with spans of their own aside): a sick place;
+  (`max_others_failing` of their other tests, those with spans of their own aside), or mostly on
+  images or hosts that fail it far beyond the others outside the span too: a sick place;
 - bound to commits — runs of older commits passed in the span while the new ones failed, or the
   span's commits failed again later: a broken commit, fixed since;
 - a step across it — far more failures in the day on one side than in the day on the other: a commit
@@ -217,6 +218,14 @@ def _spans_of(
         places = (frame.cols["pool"][judged.idx[inside]], frame.cols["image"][judged.idx[inside]])
         if any(_one_place_only(place, judged.fail[inside]) for place in places):
             continue
+        outside = mine[(hour < first) | (hour > last)]
+        image = frame.cols["image"]
+        wheres = (
+            (image[judged.idx[inside]], image[judged.idx[outside]]),
+            (judged.host[inside], judged.host[outside]),
+        )
+        if any(_failing_there_anyway(*where, judged, inside, outside, config) for where in wheres):
+            continue
         bound = _commit_bound(judged, mine, inside, first * HOUR_MS, (last + 1) * HOUR_MS, config)
         if bound is True:
             continue
@@ -258,6 +267,31 @@ def _merged_windows(flagged_to: np.ndarray) -> list[tuple[int, int]]:
         else:
             merged.append((start, stop))
     return merged
+
+
+def _failing_there_anyway(
+    place_in: np.ndarray,
+    place_out: np.ndarray,
+    judged: _Rows,
+    inside: np.ndarray,
+    outside: np.ndarray,
+    config: AnalysisConfig,
+) -> bool:
+    """Whether most of the span's failures are on places (images, or hosts) that fail the test outside
+    the span too, far beyond the other places then (binomial at their rate, p < STEP_P, over
+    `broken_min_runs` runs or more). Two bad images that break the test, at an hour when most of its
+    runs landed on their hosts, are those images' trouble; what the test calls going down leaves it
+    passing there before and after as it does elsewhere."""
+    failed_places = place_in[judged.fail[inside]]
+    if failed_places.size == 0:
+        return False
+    places, out_of = np.unique(place_out, return_inverse=True)
+    runs = np.bincount(out_of, minlength=places.size)
+    failures = np.bincount(out_of, weights=judged.fail[outside], minlength=places.size)
+    rate_elsewhere = (failures.sum() - failures + 1.0) / (runs.sum() - runs + 2.0)
+    beyond = stats.binom.sf(failures - 1, runs, rate_elsewhere) < STEP_P
+    bad = places[(runs >= config.broken_min_runs) & (failures >= 2) & beyond]
+    return bool(2 * np.isin(failed_places, bad).sum() >= failed_places.size)
 
 
 def _one_place_only(place: np.ndarray, fail: np.ndarray) -> bool:
