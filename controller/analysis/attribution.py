@@ -303,14 +303,12 @@ def _bad_jobs(
         return []
     rows = segment.rows
     job = frame.cols["job"][rows]
-    jobs, counts = np.unique(job[frame.fail[rows]], return_counts=True)
-    top_jobs = jobs[np.argsort(-counts, kind="stable")[:2]]
-    last = int(frame.time_ms[rows[np.isin(job, top_jobs)]].max())
+    last = int(frame.time_ms[rows[np.isin(job, segment.top_jobs)]].max())
     later = (level.entity == segment.entity) & usable & (frame.time_ms > last)
     if int(later.sum()) < config.resolve_after_executions:
         return []
     bursts = []
-    for top in sorted(top_jobs.tolist()):
+    for top in sorted(segment.top_jobs):
         mine = rows[job == top]
         times = frame.time_ms[mine[frame.fail[mine]]]
         inside = mine[(frame.time_ms[mine] >= times.min()) & (frame.time_ms[mine] <= times.max())]

@@ -48,6 +48,7 @@ class Segment:
     beyond_top_two_jobs_p: float = 0.0  # the same beyond the two jobs that failed most (0: jobs unnamed)
     beyond_top_two_jobs_ratio: float = math.inf
     top_test: int = -1
+    top_jobs: tuple[int, ...] = ()  # the (up to) two jobs that failed most, where jobs are named
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -202,6 +203,7 @@ def breadth(
     if (job[rows] >= 0).all():
         jobs, job_counts = np.unique(job[failed], return_counts=True)
         top_jobs = jobs[np.argsort(-job_counts, kind="stable")[:2]]
+        segment.top_jobs = tuple(int(j) for j in top_jobs)
         rest = rows[~np.isin(job[rows], top_jobs)]
         o, x = float(fail[rest].sum()), float(expected[rest].sum())
         segment.beyond_top_two_jobs_p = exact_p(o, rest.size, x)

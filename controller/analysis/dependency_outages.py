@@ -79,6 +79,7 @@ class _Rows:
     fail: np.ndarray
     hour: np.ndarray
     host: np.ndarray
+    image: np.ndarray
     commit: np.ndarray
     commit_first_ms: np.ndarray  # per row: when its commit was first seen (-1: no commit)
     attempt: np.ndarray  # per row: its attempt (cofailing.attempt_of; -1: job not named)
@@ -159,6 +160,7 @@ def _rows(frame: Frame, rows: np.ndarray) -> _Rows:
         fail=frame.fail[idx],
         hour=frame.time_ms[idx] // HOUR_MS,
         host=host_of(frame)[idx],
+        image=frame.cols["image"][idx],
         commit=commit,
         commit_first_ms=np.where(commit >= 0, first_ms[commit + 1], -1),
         attempt=attempt_of(frame)[idx],
@@ -215,16 +217,14 @@ def _spans_of(
             continue  # kept failing after: broken, not an outage
         if _stepped_across(hour, fail, mostly_failed[hour_of], first, last, config):
             continue
-        places = (frame.cols["pool"][judged.idx[inside]], frame.cols["image"][judged.idx[inside]])
+        places = (frame.cols["pool"][judged.idx[inside]], judged.image[inside])
         if any(_one_place_only(place, judged.fail[inside]) for place in places):
             continue
         outside = mine[(hour < first) | (hour > last)]
-        image = frame.cols["image"]
-        wheres = (
-            (image[judged.idx[inside]], image[judged.idx[outside]]),
-            (judged.host[inside], judged.host[outside]),
-        )
-        if any(_failing_there_anyway(*where, judged, inside, outside, config) for where in wheres):
+        if any(
+            _failing_there_anyway(place, judged.fail, inside, outside, config)
+            for place in (judged.image, judged.host)
+        ):
             continue
         bound = _commit_bound(judged, mine, inside, first * HOUR_MS, (last + 1) * HOUR_MS, config)
         if bound is True:
@@ -270,24 +270,20 @@ def _merged_windows(flagged_to: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _failing_there_anyway(
-    place_in: np.ndarray,
-    place_out: np.ndarray,
-    judged: _Rows,
-    inside: np.ndarray,
-    outside: np.ndarray,
-    config: AnalysisConfig,
+    place: np.ndarray, fail: np.ndarray, inside: np.ndarray, outside: np.ndarray, config: AnalysisConfig
 ) -> bool:
-    """Whether most of the span's failures are on places (images, or hosts) that fail the test outside
+    """Whether most of the span's failures (`inside`, `outside`: the test's judged rows in and out of the
+    span; `place`: per judged row, its image or host) are on places that fail the test outside
     the span too, far beyond the other places then (binomial at their rate, p < STEP_P, over
     `broken_min_runs` runs or more). Two bad images that break the test, at an hour when most of its
     runs landed on their hosts, are those images' trouble; what the test calls going down leaves it
     passing there before and after as it does elsewhere."""
-    failed_places = place_in[judged.fail[inside]]
+    failed_places = place[inside[fail[inside]]]
     if failed_places.size == 0:
         return False
-    places, out_of = np.unique(place_out, return_inverse=True)
+    places, out_of = np.unique(place[outside], return_inverse=True)
     runs = np.bincount(out_of, minlength=places.size)
-    failures = np.bincount(out_of, weights=judged.fail[outside], minlength=places.size)
+    failures = np.bincount(out_of, weights=fail[outside], minlength=places.size)
     rate_elsewhere = (failures.sum() - failures + 1.0) / (runs.sum() - runs + 2.0)
     beyond = stats.binom.sf(failures - 1, runs, rate_elsewhere) < STEP_P
     bad = places[(runs >= config.broken_min_runs) & (failures >= 2) & beyond]

@@ -55,9 +55,10 @@ def build_levels(frame: Frame, rows: np.ndarray, config: AnalysisConfig) -> dict
     image_entity = np.where(np.isin(image, shared_images), image, NONE)
 
     pools = np.unique(pool[rows])
-    pool_entity = pool if pools.size >= 2 else np.full_like(pool, NONE)
     if pools.size >= 2:
         pool_entity = np.where(_platforms_tests(frame, rows, config), NONE, pool)
+    else:
+        pool_entity = np.full_like(pool, NONE)
     whole_fleet = np.zeros_like(pool)
 
     machine_child = np.where(frame.ephemeral, NONE, c["runner"])

@@ -658,7 +658,7 @@ def _host_rate_before(
     any."""
     order = np.lexsort((bin_of, host))
     h, b = host[order].astype(np.int64), bin_of[order].astype(np.int64)
-    key = h * (int(b.max()) + 24 * radius + 10) + b
+    key = h * (int(b.max()) + 48 * radius + 10) + b
     cum_o = np.concatenate([[0.0], np.cumsum(observed[order])])
     cum_n = np.concatenate([[0.0], np.cumsum(executions[order])])
     stop = np.searchsorted(key, key - 3, side="right")
