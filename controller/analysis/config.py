@@ -186,10 +186,11 @@ class AnalysisConfig(BaseModel):
     flake_beyond_noise_rate: float = Field(
         default=0.015,
         description="below the floor, a test scored this high (its rate's posterior mean), with "
-        "flake_evidence_failures counted failures or more on two runners or more, not bunched in time, and "
+        "flake_beyond_noise_failures counted failures or more on two runners or more, not bunched in time, and "
         "far beyond what the tests called healthy fail (binomial, p below flake_beyond_noise_p) is flaky",
     )
     flake_beyond_noise_p: float = 1e-4
+    flake_beyond_noise_failures: int = 4
     flake_burst_p: float = Field(
         default=1e-3,
         description="failures bunched into outage_max_s this far beyond the test's other runs (Fisher) are "

@@ -182,7 +182,7 @@ def _flaky_beyond_the_noise(
         failures, executions = result["counted_failures"], result["counted_executions"]
         if (
             result["reason"]
-            or failures < config.flake_evidence_failures
+            or failures < config.flake_beyond_noise_failures
             or result["failing_runners"] < 2
             or result["score"] < config.flake_beyond_noise_rate
         ):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +32,18 @@ class Fleet:
     causes: list[str] = field(default_factory=list, repr=False)
     result_ms: list[int] | None = field(default=None, repr=False, compare=False)
     report_ms: list[int] | None = field(default=None, repr=False, compare=False)
+
+    def noisy_tests(self, share: float = 0.01) -> set[str]:
+        """Tests the truth calls healthy whose background failures ("base") reached `share` of their
+        runs. The simulator lets healthy tests fail up to ~2 % at random; one failing a run in a
+        hundred, passing on rerun, is flaky to whoever reruns it, so a verdict of flaky there is no
+        error, and none is required either."""
+        runs: Counter[str] = Counter()
+        base: Counter[str] = Counter()
+        for record, cause in zip(self.results, self.causes, strict=True):
+            runs[record["test_id"]] += 1
+            base[record["test_id"]] += cause == "base"
+        return {test for test, n in runs.items() if base[test] >= share * n} - set(self.truth.flaky_tests)
 
     def ndjson_lines(self) -> Iterator[str]:
         """Results as-is and reports with "kind": "report", merged by event time (results first on ties)."""

@@ -78,7 +78,7 @@ def grade(fleet: Fleet, analysis: Analysis) -> Grade:
     g.false_outages = sum(1 for a, b in found if not any(a <= e and b >= s for s, e in real))
     flaky = {t["test_id"] for t in analysis.tests if t["verdict"] == "flaky"}
     g.flaky_called = len(flaky)
-    g.false_flaky = flaky - truth.flaky_tests
+    g.false_flaky = flaky - truth.flaky_tests - fleet.noisy_tests()
     g.missed_flaky = truth.flaky_tests - flaky
     return g
 

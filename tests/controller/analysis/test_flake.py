@@ -102,16 +102,8 @@ def test_broken_platform_and_resource_tests_are_not_flaky() -> None:
     assert truth.flaky_tests <= flaky
     assert verdicts(analysis, "resource-sensitive") <= set(truth.resource_sensitive_tests)
     assert verdicts(analysis, "resource-sensitive")
-    # The simulator lets healthy tests fail up to ~2 % at random and calls them healthy. Those it made
-    # fail 1 % of their runs or more, where the tests around them fail 0.2 % (a failure in a hundred
-    # runs, passing on rerun), are flaky to whoever reruns them. Nothing else may be.
-    runs: Counter[str] = Counter()
-    own_failures: Counter[str] = Counter()
-    for record, cause in zip(fleet.results, fleet.causes, strict=True):
-        runs[record["test_id"]] += 1
-        own_failures[record["test_id"]] += cause == "base"
-    noisy = {t for t in flaky - truth.flaky_tests if own_failures[t] >= 0.01 * runs[t]}
-    assert flaky - truth.flaky_tests == noisy
+    # Healthy tests the simulator made fail 1 % of their runs or more may be flaky; nothing else may.
+    assert flaky - truth.flaky_tests <= fleet.noisy_tests()
 
 
 @pytest.mark.parametrize("seed", [1, 3])
@@ -132,6 +124,25 @@ def test_a_test_failing_one_run_in_fifty_all_over_the_fleet_is_flaky(seed: int) 
     assert score["lower"] < AnalysisConfig().flake_floor_with_evidence
     assert score["verdict"] == "flaky"
     assert verdicts(analysis, "flaky") == {flaky}
+    assert not analysis.incidents
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_four_failures_in_a_few_hundred_runs_where_healthy_tests_rarely_fail_are_flaky(seed: int) -> None:
+    # 4 failures in 160-170 runs on two runners, where the tests called healthy fail under one run in
+    # a thousand: chance gives that once in tens of thousands. Five failures were required, and all
+    # three held-out simulators missed flaky tests like it (37 in the first one alone).
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 6, shards=6),), duration_days=3.0, events=(FlakyTest(20, p=0.02),)
+    )
+    fleet = simulate(scenario, seed=seed)
+    analysis = analyse(frame_of(fleet))
+    (flaky,) = fleet.truth.flaky_tests
+    score = analysis.tests_by_id()[flaky]
+    assert score["counted_failures"] == 4
+    assert score["verdict"] == "flaky"
+    assert "where the tests called healthy fail" in score["reason"]
+    assert verdicts(analysis, "flaky") - {flaky} <= fleet.noisy_tests()
     assert not analysis.incidents
 
 
