@@ -232,7 +232,7 @@ def _flag(
         h_obs,
         (counts.h_exp, counts.h_exp_clean),
         h_n,
-        (h_obs * keep, h_n * keep),
+        (h_obs * keep, h_n * keep, counts.h_exp * keep),
         radius,
         config,
     )
@@ -572,15 +572,15 @@ def _hosts_bursting(
     h_obs: np.ndarray,
     h_exp: tuple[np.ndarray, np.ndarray],
     h_n: np.ndarray,
-    before: tuple[np.ndarray, np.ndarray],
+    before: tuple[np.ndarray, np.ndarray, np.ndarray],
     radius: int,
     config: AnalysisConfig,
 ) -> tuple[_HostBins, np.ndarray]:
     """Per (host, bin) pair: was the host active in the bin or next to it, and did it burst; per bin,
     whether the hosts not already failing a lot failed, together, beyond their tests' usual rates on
     such hosts. `h_exp` is the expected failures per pair from each test's usual rate on every host,
-    and on the hosts not failing a lot; `before` is (failures, executions) per (host, bin) pair as the
-    rates before a bin may count them."""
+    and on the hosts not failing a lot; `before` is (failures, executions, expected failures) per (host,
+    bin) pair as the rates before a bin may count them."""
     absolute = bins[h_bin].astype(np.int64)
     order = np.lexsort((absolute, h_host))
     host_sorted, bin_sorted = h_host[order].astype(np.int64), absolute[order]
@@ -590,7 +590,7 @@ def _hosts_bursting(
         name: np.concatenate([[0.0], np.cumsum(values[order])])
         for name, values in (("o", h_obs), ("e", h_exp[0]), ("clean", h_exp[1]), ("n", h_n))
     }
-    around = _host_rate_before(absolute, h_host, before[0], before[1], radius)[order]
+    rate_around, ratio_around = _host_before(absolute, h_host, before[0], before[1], before[2], radius)
     # Every (host, bin) pair with data speaks for the bins next to it too.
     centers = np.unique(np.concatenate([key + d for d in (-1, 0, 1)]))
     start = np.searchsorted(key, centers - 1, side="left")
@@ -599,21 +599,22 @@ def _hosts_bursting(
     # The host's rate before its latest pair inside the window: always one of its own pairs (every
     # center is within a bin of one), never a later wave's or another host's.
     latest = np.searchsorted(key, centers + 1, side="right") - 1
-    rate_before = around[latest]
+    # A host's rate before is a rate of the tests it ran then. Where it fails some tests a lot (a pool
+    # whose DNS is broken fails the tests that resolve names), a later job heavy in those tests fails
+    # more with nothing new wrong: the bar is at least its multiple before of what these tests usually
+    # fail.
+    rate_before = rate_around[order][latest]
+    bar = np.maximum(rate_before, np.clip(ratio_around[order][latest] * w["e"] / np.maximum(w["n"], 1), 0, 1))
     active_hosts = w["n"] >= 3
-    beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (
-        w["o"] >= 2 * rate_before * w["n"]
-    )
+    beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (w["o"] >= 2 * bar * w["n"])
     # Or far beyond the host's own rate before, where it has one: a clean host failing an eighth of a
     # job is bursting even where its tests fail often elsewhere (a broken test, a flaky one).
     beyond_own = (
-        (rate_before > 0)
-        & (w["o"] >= np.maximum(2, config.outage_min_ratio * rate_before * w["n"]))
-        & (stats.binom.sf(w["o"] - 1, w["n"], np.clip(rate_before, 1e-9, 1 - 1e-9)) < 1e-3)
+        (bar > 0)
+        & (w["o"] >= np.maximum(2, config.outage_min_ratio * bar * w["n"]))
+        & (stats.binom.sf(w["o"] - 1, w["n"], np.clip(bar, 1e-9, 1 - 1e-9)) < 1e-3)
     )
-    bursting = active_hosts & (
-        beyond_tests | beyond_own | _beyond_own_rate(w["o"], w["n"], rate_before, config)
-    )
+    bursting = active_hosts & (beyond_tests | beyond_own | _beyond_own_rate(w["o"], w["n"], bar, config))
     # A host already failing a good share of its tests (a sick one) can hardly show a burst with a
     # job or two: it counts among the active only when it does, so an outage over a fleet with
     # several sick hosts still needs most of the others, not most of all.
@@ -656,20 +657,37 @@ def _host_rate_before(
     too little there (a static pool whose jobs come in waves hours apart), over the 12 h before, or
     the two days before (a pool whose jobs come in one wave a day); 0 where it has too little data in
     any."""
+    rate, _ratio = _host_before(bin_of, host, observed, executions, np.zeros_like(observed), radius)
+    return rate
+
+
+def _host_before(
+    bin_of: np.ndarray,
+    host: np.ndarray,
+    observed: np.ndarray,
+    executions: np.ndarray,
+    expected: np.ndarray,
+    radius: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (host, bin), over the same bins before it as `_host_rate_before`: the host's own failure
+    rate, and its failures as a multiple of what its tests usually fail (`expected`); 0 where it has
+    too little data."""
     order = np.lexsort((bin_of, host))
     h, b = host[order].astype(np.int64), bin_of[order].astype(np.int64)
     key = h * (int(b.max()) + 48 * radius + 10) + b
     cum_o = np.concatenate([[0.0], np.cumsum(observed[order])])
     cum_n = np.concatenate([[0.0], np.cumsum(executions[order])])
+    cum_e = np.concatenate([[0.0], np.cumsum(expected[order])])
     stop = np.searchsorted(key, key - 3, side="right")
-    rate = np.zeros(order.size)
+    rate, ratio = np.zeros(order.size), np.zeros(order.size)
     for reach in (48 * radius, 12 * radius, 2 * radius):
         start = np.searchsorted(key, key - reach, side="left")
-        o, n = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start]
+        o, n, e = cum_o[stop] - cum_o[start], cum_n[stop] - cum_n[start], cum_e[stop] - cum_e[start]
         rate = np.where(n >= 10, (o + 1) / (n + 2), rate)
-    around = np.empty(order.size)
-    around[order] = rate
-    return around
+        ratio = np.where(n >= 10, (o + 1) / (e + 1), ratio)
+    rate_around, ratio_around = np.empty(order.size), np.empty(order.size)
+    rate_around[order], ratio_around[order] = rate, ratio
+    return rate_around, ratio_around
 
 
 def _spans(
