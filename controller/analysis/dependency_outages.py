@@ -13,7 +13,8 @@ else that fails a test that way:
   (`max_others_failing` of their other tests, those with spans of their own aside), or mostly on
   images or hosts that fail it far beyond the others outside the span too: a sick place;
 - bound to commits — runs of older commits passed in the span while the new ones failed, or the
-  span's commits failed again later: a broken commit, fixed since;
+  older commits it failed had failed before it too, or the span's commits failed again later: a
+  broken commit, fixed since;
 - a step across it — far more failures in the day on one side than in the day on the other: a commit
   broke (or fixed) it, and the span is hours only the newest code ran it.
 Where neither time nor commits tell (every run failed, on commits seen nowhere else; or the test did
@@ -42,6 +43,8 @@ from controller.analysis.frame import Frame
 HOUR_MS = 3_600_000
 # How unlikely a day's failures on one side of a span must be at the other side's rate to mark a step.
 STEP_P = 1e-3
+# Hours before a span that may still be its outage's first, failing fewer than most runs.
+OUTAGE_RAMP_HOURS = 3
 
 
 @dataclass(frozen=True)
@@ -299,14 +302,23 @@ def _commit_bound(
     judged: _Rows, mine: np.ndarray, inside: np.ndarray, start_ms: int, end_ms: int, config: AnalysisConfig
 ) -> bool | None:
     """True where the failures follow commits rather than time, False where time, None where the runs
-    cannot tell: older commits run in the span passed while new ones failed, or the span's commits
-    failed again after it (a broken commit, fixed later) — or they ran in the span alone and every run
-    failed."""
+    cannot tell: older commits run in the span passed while new ones failed, or the older commits that
+    failed in it had failed before it too, or the span's commits failed again after it (a broken
+    commit, fixed later) — or they ran in the span alone and every run failed."""
     fail, first_ms = judged.fail[inside], judged.commit_first_ms[inside]
     known = first_ms >= 0
     older = known & (first_ms < start_ms)
     if older.sum() >= 2:
-        return bool(fail[older].mean() < config.dependency_min_rate <= fail[~older].mean())
+        if fail[older].mean() < config.dependency_min_rate <= fail[~older].mean():
+            return True
+        # Older commits failing in the span is what an outage does to code that passed before it.
+        # Where that code failed well before the span as well, it is broken code: a night of builds
+        # of a broken main, on the commit the day already failed. The hours just before the span may
+        # be the outage's own first ones, failing fewer than most runs, which the span does not hold.
+        failed_older = np.unique(judged.commit[inside][older & fail])
+        well_before = judged.hour[mine] < start_ms // HOUR_MS - OUTAGE_RAMP_HOURS
+        before = mine[well_before & np.isin(judged.commit[mine], failed_older)]
+        return bool(before.size >= 2 and judged.fail[before].mean() >= config.dependency_min_rate)
     span_commits = np.unique(judged.commit[inside][known])
     later = mine[(judged.hour[mine] * HOUR_MS >= end_ms) & np.isin(judged.commit[mine], span_commits)]
     if later.size >= 2:
