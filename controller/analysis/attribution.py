@@ -25,7 +25,7 @@ from controller.analysis.clusters import (
     scan_entities,
 )
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.evidence import Badness, Finding, examine
+from controller.analysis.evidence import Badness, Finding, examine, nearest_bad
 from controller.analysis.frame import Frame
 from controller.analysis.levels import LEVELS, Level
 
@@ -103,17 +103,20 @@ def find_clusters(
             segments, expected = first[name]
         for segment in segments:
             breadth(segment, unit, job, fail, expected)
-            if not _stands(segment, level, frame, badness, cutoff, config):
+            if not _stands(segment, level, frame, usable & ~explained, expected, badness, cutoff, config):
                 beside = _beside_its_own_tests(
                     segment, level, frame, unit, usable & ~explained, expected, bins, badness, cutoff, config
                 )
                 if beside is None:
                     continue
                 segment = beside
-            burst = _passing_burst(segment, level, frame, usable, expected, config)
-            if burst is not None:
-                bursts.append(burst)
-                continue
+            # A runner or host whose own readings explain its failures was sick for that while, however
+            # short: a job that failed while its disk read full is no burst shared with the moment.
+            if not _readings_explain(segment, level, frame, usable, expected, badness, config):
+                burst = _passing_burst(segment, level, frame, usable, expected, config)
+                if burst is not None:
+                    bursts.append(burst)
+                    continue
             bad_jobs = _bad_jobs(segment, level, frame, usable, badness, config)
             if bad_jobs:
                 bursts += bad_jobs
@@ -258,22 +261,38 @@ def _beside_its_own_tests(
     found, _ = scan_entities(level.name, level.entity, bins, fail, expected, rest, config)
     for candidate in found:
         breadth(candidate, unit, job, fail, expected)
-        if _stands(candidate, level, frame, badness, cutoff, config):
+        if _stands(candidate, level, frame, usable, expected, badness, cutoff, config):
             return candidate
     return None
 
 
 def _stands(
-    segment: Segment, level: Level, frame: Frame, badness: Badness, cutoff: float, config: AnalysisConfig
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    badness: Badness,
+    cutoff: float,
+    config: AnalysisConfig,
 ) -> bool:
     """A cluster on its failures alone; or a runner or host with a smaller effect whose own readings
-    around its failures name the sick dimension."""
+    around its failures name the sick dimension — in one job only where they explain it
+    (`_readings_explain`)."""
     if is_cluster(segment, cutoff, config):
         return True
     lowered = config.model_copy(
-        update={"min_ratio": config.confirmed_min_ratio, "min_excess_rate": config.confirmed_min_excess_rate}
+        update={
+            "min_ratio": config.confirmed_min_ratio,
+            "min_excess_rate": config.confirmed_min_excess_rate,
+            "min_failed_jobs": config.confirmed_min_failed_jobs,
+        }
     )
-    return is_cluster(segment, cutoff, lowered) and _readings_confirm(segment, level, frame, badness, config)
+    if not is_cluster(segment, cutoff, lowered):
+        return False
+    if segment.failed_jobs >= config.min_failed_jobs:
+        return _readings_confirm(segment, level, frame, badness, config)
+    return _readings_explain(segment, level, frame, usable, expected, badness, config)
 
 
 def _readings_confirm(
@@ -284,6 +303,47 @@ def _readings_confirm(
         level.name in ("runner", "machine")
         and _own_readings_finding(segment, level.name, frame, badness, config).dimension != "unknown"
     )
+
+
+def _readings_explain(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    badness: Badness,
+    config: AnalysisConfig,
+) -> bool:
+    """Whether a runner's or host's own readings name the dimension of the segment's failures, bad in
+    two readings or more around them, and it had not run `resolve_after_executions` or more before
+    them under the same bad readings, failing those no more than chance: a disk that warned for days
+    of clean jobs does not explain the one job that crashed beside it, nor does one odd reading."""
+    if level.name not in ("runner", "machine"):
+        return False
+    finding = _own_readings_finding(segment, level.name, frame, badness, config)
+    if finding.dimension == "unknown":
+        return False
+    times = frame.time_ms[segment.rows[frame.fail[segment.rows]]]
+    first, last = int(times.min()), int(times.max())
+    readings = np.flatnonzero(
+        (_reader(frame, level.name) == segment.entity)
+        & (frame.r_check == badness.check_of[finding.dimension])
+    )
+    bad = badness.bad[finding.dimension][readings]
+    at = frame.r_time_ms[readings]
+    around = (at >= first - config.evidence_lookback_s * 1000) & (at <= last + config.reading_stale_s * 1000)
+    if int(bad[around].sum()) < 2:
+        return False
+    before = np.flatnonzero(usable & (level.entity == segment.entity) & (frame.time_ms < first))
+    if before.size < config.resolve_after_executions:
+        return True
+    reader = "r_runner" if level.name == "runner" else "r_machine"
+    under = before[
+        nearest_bad(frame, readings, bad, level.entity[before], frame.time_ms[before], config, reader)
+    ]
+    if under.size < config.resolve_after_executions:
+        return True
+    return exact_p(float(frame.fail[under].sum()), int(under.size), float(expected[under].sum())) <= 0.01
 
 
 def _bad_jobs(

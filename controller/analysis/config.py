@@ -54,6 +54,9 @@ class AnalysisConfig(BaseModel):
     confirmed_min_excess_rate: float = Field(
         default=0.005, description="min_excess_rate for a runner or host whose readings confirm a dimension"
     )
+    confirmed_min_failed_jobs: int = Field(
+        default=1, ge=1, description="min_failed_jobs for a runner or host whose readings confirm a dimension"
+    )
     burst_max_s: int = Field(
         default=3600,
         description="an excess all within this long (about as long as outages last), followed by runs "

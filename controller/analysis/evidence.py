@@ -182,9 +182,11 @@ def examine(
 ) -> Finding:
     """Which dimension's bad readings explain the failed executions (row indices of the frame)?"""
     lo = cluster_onset_ms - config.evidence_lookback_s * 1000
-    window = reading_rows[
-        (frame.r_time_ms[reading_rows] >= lo) & (frame.r_time_ms[reading_rows] <= cluster_end_ms)
-    ]
+    # A reading speaks for `reading_stale_s` on either side (nearest_reading): one a few minutes after
+    # the last failure is as near it as one before, and agents that report hourly often sent none in
+    # the half hour before a job that failed.
+    hi = cluster_end_ms + config.reading_stale_s * 1000
+    window = reading_rows[(frame.r_time_ms[reading_rows] >= lo) & (frame.r_time_ms[reading_rows] <= hi)]
     finding = Finding(dimension="unknown", readings_seen=int(window.size), failures_examined=int(failed.size))
     finding.runners_reporting = int(np.unique(frame.r_runner[window]).size)
     if window.size == 0 or failed.size == 0:
