@@ -31,6 +31,8 @@ from controller.analysis.levels import LEVELS, Level
 
 # How unlikely a child's own failures must be for it to count among those the cause reached.
 CHILD_P = 0.01
+# The frame's per-reading column naming who sent it, for the levels that send readings.
+READER = {"runner": "r_runner", "machine": "r_machine"}
 # How unlikely a clean child must be under the common-cause hypothesis before it refutes it.
 SPARED_P = 1e-3
 # The same where the cause strikes whole jobs: few units, so a coarser bar (six clean jobs of a child
@@ -117,10 +119,10 @@ def find_clusters(
                 if burst is not None:
                     bursts.append(burst)
                     continue
-            bad_jobs = _bad_jobs(segment, level, frame, usable, badness, config)
-            if bad_jobs:
-                bursts += bad_jobs
-                continue
+                bad_jobs = _bad_jobs(segment, level, frame, usable, badness, config)
+                if bad_jobs:
+                    bursts += bad_jobs
+                    continue
             note, common_onset = _spread_over_children(
                 segment, level, frame, unit, usable, expected, badness, cutoff, config
             )
@@ -337,9 +339,10 @@ def _readings_explain(
     before = np.flatnonzero(usable & (level.entity == segment.entity) & (frame.time_ms < first))
     if before.size < config.resolve_after_executions:
         return True
-    reader = "r_runner" if level.name == "runner" else "r_machine"
     under = before[
-        nearest_bad(frame, readings, bad, level.entity[before], frame.time_ms[before], config, reader)
+        nearest_bad(
+            frame, readings, bad, level.entity[before], frame.time_ms[before], config, READER[level.name]
+        )
     ]
     if under.size < config.resolve_after_executions:
         return True
@@ -387,7 +390,7 @@ def _bad_jobs(
 
 def _reader(frame: Frame, level_name: str) -> np.ndarray:
     """Per reading: the runner (or host) that sent it, for a runner (or host) level."""
-    reader: np.ndarray = frame.r_runner if level_name == "runner" else frame.r_machine
+    reader: np.ndarray = getattr(frame, READER[level_name])
     return reader
 
 

@@ -590,7 +590,9 @@ def _hosts_bursting(
         name: np.concatenate([[0.0], np.cumsum(values[order])])
         for name, values in (("o", h_obs), ("e", h_exp[0]), ("clean", h_exp[1]), ("n", h_n))
     }
-    rate_around, ratio_around = _host_before(absolute, h_host, before[0], before[1], before[2], radius)
+    rate_around, ratio_around = (
+        around[order] for around in _host_before(absolute, h_host, before[0], before[1], before[2], radius)
+    )
     # Every (host, bin) pair with data speaks for the bins next to it too.
     centers = np.unique(np.concatenate([key + d for d in (-1, 0, 1)]))
     start = np.searchsorted(key, centers - 1, side="left")
@@ -603,8 +605,8 @@ def _hosts_bursting(
     # whose DNS is broken fails the tests that resolve names), a later job heavy in those tests fails
     # more with nothing new wrong: the bar is at least its multiple before of what these tests usually
     # fail.
-    rate_before = rate_around[order][latest]
-    bar = np.maximum(rate_before, np.clip(ratio_around[order][latest] * w["e"] / np.maximum(w["n"], 1), 0, 1))
+    rate_before = rate_around[latest]
+    bar = np.maximum(rate_before, np.clip(ratio_around[latest] * w["e"] / np.maximum(w["n"], 1), 0, 1))
     active_hosts = w["n"] >= 3
     beyond_tests = (w["o"] >= np.maximum(2, config.outage_min_ratio * w["e"])) & (w["o"] >= 2 * bar * w["n"])
     # Or far beyond the host's own rate before, where it has one: a clean host failing an eighth of a

@@ -849,17 +849,27 @@ def _two_jobs_crash_half_way(seed: int, disk_readings_bad: bool) -> Fleet:
     )
     scenario = Scenario(pools=(PoolSpec("linux", 8), PoolSpec("mac", 6)), duration_days=3.0, events=events)
     fleet = simulate(scenario, seed=seed)
+    long_jobs = _long_jobs_of_linux_03(fleet)
+    for rows in (long_jobs[len(long_jobs) // 3], long_jobs[2 * len(long_jobs) // 3]):
+        _crash_from_half_way(fleet, rows)
+    return fleet
+
+
+def _long_jobs_of_linux_03(fleet: Fleet) -> list[list[int]]:
+    """linux-03's jobs of 30 results or more, each as its result indices, in the order they began."""
     jobs: dict[str, list[int]] = {}
     for i, result in enumerate(fleet.results):
         if result["runner"]["id"] == "linux-03" and result["job_id"]:
             jobs.setdefault(result["job_id"], []).append(i)
-    long_jobs = sorted((rows for rows in jobs.values() if len(rows) >= 30), key=lambda rows: rows[0])
-    for rows in (long_jobs[len(long_jobs) // 3], long_jobs[2 * len(long_jobs) // 3]):
-        for i in rows[len(rows) // 2 :]:
-            if fleet.results[i]["outcome"] == "passed":
-                fleet.results[i]["outcome"] = "error"
-                fleet.results[i]["message"] = "OSError: [Errno 28] No space left on device"
-    return fleet
+    return sorted((rows for rows in jobs.values() if len(rows) >= 30), key=lambda rows: rows[0])
+
+
+def _crash_from_half_way(fleet: Fleet, rows: list[int]) -> None:
+    """The job (its result indices) loses its workspace half-way: every test it had left fails."""
+    for i in rows[len(rows) // 2 :]:
+        if fleet.results[i]["outcome"] == "passed":
+            fleet.results[i]["outcome"] = "error"
+            fleet.results[i]["message"] = "OSError: [Errno 28] No space left on device"
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -898,17 +908,9 @@ def _one_job_crashes(seed: int, readings_bad_from: timedelta | None) -> Fleet:
     scenario = Scenario(pools=(PoolSpec("linux", 8), PoolSpec("mac", 6)), duration_days=3.0, events=events)
     fleet = simulate(scenario, seed=seed)
     crash_from = to_ms(scenario.start + CRASH_AT)
-    jobs: dict[str, list[int]] = {}
-    for i, result in enumerate(fleet.results):
-        if result["runner"]["id"] == "linux-03" and result["job_id"]:
-            jobs.setdefault(result["job_id"], []).append(i)
-    long_jobs = sorted((rows for rows in jobs.values() if len(rows) >= 30), key=lambda rows: rows[0])
     times = fleet.result_ms or [to_ms(datetime.fromisoformat(r["time"])) for r in fleet.results]
-    (crashed,) = [rows for rows in long_jobs if times[rows[0]] >= crash_from][:1]
-    for i in crashed[len(crashed) // 2 :]:
-        if fleet.results[i]["outcome"] == "passed":
-            fleet.results[i]["outcome"] = "error"
-            fleet.results[i]["message"] = "OSError: [Errno 28] No space left on device"
+    (crashed,) = [rows for rows in _long_jobs_of_linux_03(fleet) if times[rows[0]] >= crash_from][:1]
+    _crash_from_half_way(fleet, crashed)
     return fleet
 
 
