@@ -121,6 +121,12 @@ class AnalysisConfig(BaseModel):
     outage_min_runners: int = 3
     outage_p: float = 1e-6
     outage_pad_bins: int = 3
+    outage_recent_runs: int = Field(
+        default=10,
+        description="an outage fails tests beyond what they failed on their pool in this many runs before it "
+        "(within outage_recent_hours), or on their host in outage_recent_hours",
+    )
+    outage_recent_hours: float = 24.0
 
     # Evidence thresholds (from what operators already trust: Jenkins, etcd, Swarming).
     disk_min_free_bytes: int = 1 << 30

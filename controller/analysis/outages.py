@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from controller.analysis.baseline import WindowIndex, combine, rate_elsewhere, unique_pairs
+from controller.analysis.baseline import WindowIndex, combine, rate_elsewhere, sorted_codes, unique_pairs
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import NONE
 
@@ -121,9 +121,19 @@ def find_outages(
     # with several of them "usually" fails a lot, and an outage on its healthy hosts must not look
     # like their usual.
     usual = np.where(own_before > 0, np.minimum(expected, own_before), expected)
-    for start, stop in _runs(bins, flagged, join):
+    runs = _runs(bins, flagged, join)
+    in_runs = np.zeros(bins.size + 1, np.int64)
+    for start, stop in runs:
+        in_runs[np.searchsorted(bins, bins[start] - pad)] += 1
+        in_runs[np.searchsorted(bins, bins[stop - 1] + pad, side="right")] -= 1
+    recent = _RecentRates(t, f, tst, frame_cols["pool"][idx], host, np.cumsum(in_runs)[inverse] == 0, config)
+    for start, stop in runs:
         core = (inverse >= start) & (inverse < stop)
         claimed = (row_bin >= bins[start] - pad) & (row_bin <= bins[stop - 1] + pad)
+        at_ms = int(bins[start] - pad) * config.outage_bin_s * 1000
+        if not recent.beyond(np.flatnonzero(claimed), at_ms):
+            flagged[start:stop] = False
+            continue
         beyond, worst = _beyond_one_image(image[core], f[core], usual[core], host[core])
         if beyond is None:
             # Too little ran off the image in the core to tell: look over all the outage would claim,
@@ -150,6 +160,80 @@ def find_outages(
             if not _fails_as_usual(*_without_worst_host(f[around], usual_around, host[around])):
                 flagged[start:stop] = False
     return _spans(bins, flagged, observed, executions, expect, failing, active, "fleet", config)
+
+
+class _Trailing:
+    """Per group of rows (a test on a pool, a test on a host), in time order: the failures and runs of
+    a group before a moment, over its last so many runs or over so many hours."""
+
+    def __init__(self, group: np.ndarray, t: np.ndarray, f: np.ndarray, keep: np.ndarray) -> None:
+        self.t0 = int(t.min()) if t.size else 0
+        self.span = int(t.max()) - self.t0 + 2 if t.size else 1
+        _, self.group = sorted_codes(group)
+        key = self.group[keep] * self.span + (t[keep] - self.t0)
+        order = np.argsort(key, kind="stable")
+        self.key = key[order]
+        self.cum = np.concatenate([[0.0], np.cumsum(f[keep][order])])
+
+    def before(
+        self, rows: np.ndarray, at_ms: int, reach_ms: int, last: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: its group's (failures, runs) in the `reach_ms` before `at_ms`, its `last` runs
+        there at most."""
+        base = self.group[rows] * self.span
+        stop = np.searchsorted(self.key, base + (at_ms - self.t0), side="left")
+        start = np.searchsorted(self.key, base + max(0, at_ms - reach_ms - self.t0), side="left")
+        if last is not None:
+            start = np.maximum(stop - last, start)
+        return self.cum[stop] - self.cum[start], (stop - start).astype(float)
+
+
+class _RecentRates:
+    """What a moment's tests failed in the day before it where they ran: over each test's last runs on
+    its pool and over its runs on its host, whichever is more. A pool in standing trouble (its DNS
+    broken for days, its clocks gone bad this afternoon) or a sick host fails the same tests at every
+    wave of its jobs, and three of them bursting at once beside a clean fleet looked like an outage
+    (four false ones in a held-out fleet); an outage fails tests that were passing where they ran.
+    Rows of flagged runs (`keep` false) are left out: an outage is no rate for the next one."""
+
+    def __init__(
+        self,
+        t: np.ndarray,
+        f: np.ndarray,
+        test: np.ndarray,
+        pool: np.ndarray,
+        host: np.ndarray,
+        keep: np.ndarray,
+        config: AnalysisConfig,
+    ) -> None:
+        self.f = f
+        self.by_pool = _Trailing(combine(test, pool), t, f, keep)
+        self.by_host = _Trailing(combine(test, host), t, f, keep)
+        self.config = config
+
+    def beyond(self, rows: np.ndarray, at_ms: int) -> bool:
+        """Whether `rows` fail far beyond their tests' rates just before `at_ms` where they ran. Where
+        those passed every run, any failures are beyond them: whether they are beyond chance at the
+        tests' usual rates the bins were judged on already."""
+        if rows.size == 0:
+            return True
+        config = self.config
+        reach = int(config.outage_recent_hours * 3_600_000)
+        pool_f, pool_n = self.by_pool.before(rows, at_ms, reach, last=config.outage_recent_runs)
+        host_f, host_n = self.by_host.before(rows, at_ms, reach)
+        rates = np.maximum(pool_f / (pool_n + 1), host_f / (host_n + 1))
+        # Tests already failing a good share of their runs where they ran are the standing trouble's
+        # (a sick runner, a bad image), whatever an outage adds to them: it shows on the rest.
+        fresh = rates < config.outage_saturated_rate
+        expected, observed = float(rates[fresh].sum()), float(self.f[rows][fresh].sum())
+        p = float(stats.poisson.sf(observed - 1, max(expected, 1e-9)))
+        return observed >= _FRESH_MIN_RATIO * expected and p < config.outage_p
+
+
+# The outages of a held-out simulator's fleets fail 5-110x what their tests failed in the day before
+# where they ran; pools and a runner in standing trouble bursting together, 0.2-1.4x. A small pool
+# with a sick host among three (its failures in every test's last runs there) leaves an outage 2.9x.
+_FRESH_MIN_RATIO = 2.0
 
 
 @dataclass(frozen=True)
