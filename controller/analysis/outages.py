@@ -7,6 +7,7 @@ fleet fails together, no runner is sick for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import stats
@@ -206,10 +207,17 @@ class _RecentRates:
         keep: np.ndarray,
         config: AnalysisConfig,
     ) -> None:
-        self.f = f
-        self.by_pool = _Trailing(combine(test, pool), t, f, keep)
-        self.by_host = _Trailing(combine(test, host), t, f, keep)
+        self.t, self.f, self.test, self.pool, self.host, self.keep = t, f, test, pool, host, keep
         self.config = config
+
+    # Built on first use: most passes flag no run at all.
+    @cached_property
+    def by_pool(self) -> _Trailing:
+        return _Trailing(combine(self.test, self.pool), self.t, self.f, self.keep)
+
+    @cached_property
+    def by_host(self) -> _Trailing:
+        return _Trailing(combine(self.test, self.host), self.t, self.f, self.keep)
 
     def beyond(self, rows: np.ndarray, at_ms: int) -> bool:
         """Whether `rows` fail far beyond their tests' rates just before `at_ms` where they ran. Where
