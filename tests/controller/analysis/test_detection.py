@@ -490,19 +490,27 @@ def test_a_full_disk_under_two_runners_one_of_whose_agents_fell_silent_is_the_ho
     # two hours before. Its last readings, healthy, said nothing of its failures, yet they counted as
     # a runner whose readings name no cause beside one whose readings name the disk: two problems,
     # arm-03 sick and arm-04 suspect, instead of the host.
+    events: tuple[Event, ...] = (
+        SickMachine("arm-vm-02", "disk", onset=timedelta(hours=26), fail_prob=0.5),
+        SilentAgent("arm-04", start=timedelta(hours=24)),
+    )
+    assert _called_on_two_runner_hosts(2.0, events, seed) == {("machine", "arm-vm-02", "disk")}
+
+
+def _called_on_two_runner_hosts(
+    days: float, events: tuple[Event, ...], seed: int
+) -> set[tuple[str, str, str]]:
+    """(kind, entity, dimension) of each incident over `days` of an arm pool of four hosts with two
+    runners each (arm-vm-02 runs arm-03 and arm-04) beside six Linux runners, with `events`."""
     scenario = Scenario(
         pools=(PoolSpec("arm", 8, runners_per_machine=2, shards=4), PoolSpec("linux", 6, shards=6)),
-        duration_days=2.0,
-        events=(
-            SickMachine("arm-vm-02", "disk", onset=timedelta(hours=26), fail_prob=0.5),
-            SilentAgent("arm-04", start=timedelta(hours=24)),
-        ),
+        duration_days=days,
+        events=events,
     )
-    called = {
+    return {
         (i["kind"], i["entity"], i["dimension"])
         for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
     }
-    assert called == {("machine", "arm-vm-02", "disk")}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -512,19 +520,11 @@ def test_a_host_whose_memory_fails_a_few_tests_beside_flaky_ones_is_the_host(see
     # what its tests usually fail there, so neither counted as sharing a cause, and the host's trouble
     # became one or two sick runners. Both runners' excesses are beyond chance, and each runner's
     # own readings name memory: the host's. (Held-out fleet 222: an OOM host named as one runner.)
-    scenario = Scenario(
-        pools=(PoolSpec("arm", 8, runners_per_machine=2, shards=4), PoolSpec("linux", 6, shards=6)),
-        duration_days=3.0,
-        events=(
-            SickMachine("arm-vm-02", "memory", onset=timedelta(hours=30), fail_prob=0.03),
-            *(FlakyTest(test, p=0.03, pool="arm") for test in range(0, 120, 2)),
-        ),
+    events: tuple[Event, ...] = (
+        SickMachine("arm-vm-02", "memory", onset=timedelta(hours=30), fail_prob=0.03),
+        *(FlakyTest(test, p=0.03, pool="arm") for test in range(0, 120, 2)),
     )
-    called = {
-        (i["kind"], i["entity"], i["dimension"])
-        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
-    }
-    assert called == {("machine", "arm-vm-02", "memory")}
+    assert _called_on_two_runner_hosts(3.0, events, seed) == {("machine", "arm-vm-02", "memory")}
 
 
 def test_an_image_on_the_whole_pool_leaves_the_runners_sick_before_it_to_themselves() -> None:
