@@ -746,10 +746,13 @@ def _spread_over_children(
     opened = segment.first_bin if opened_bin is None else min(opened_bin, segment.first_bin)
     not_before = ~_already_failing(segment.entity, opened, level, frame, usable, expected, codes, config)
     elevated &= not_before
+    # A host's memory killing a few of every runner's heavy tests, beside tests that often fail there
+    # anyway, may not double any runner's usual failures, nor leave the rest without the worst runner
+    # at the ratio bar. Where each runner's excess is beyond chance and each one's own readings name
+    # one cause, the host's resource is what they share (held-out fleet 222's OOM host, named as one
+    # runner): both bars drop to beyond chance.
+    shared_readings = False
     if level.name == "machine" and elevated.sum() < 2:
-        # A host's memory killing a few of every runner's tests, beside tests that often fail there
-        # anyway, may not double any runner's usual failures. Where each runner's excess is beyond
-        # chance and each one's own readings name one cause, the host's resource is what they share.
         likely = (
             considered
             & not_before
@@ -757,7 +760,7 @@ def _spread_over_children(
             & (stats.poisson.sf(broad_obs - 1, broad_exp) < CHILD_P)
         )
         if likely.sum() >= 2 and _readings_name_one_cause(segment, frame, badness, codes[likely], config):
-            elevated = likely
+            elevated, shared_readings = likely, True
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
@@ -774,13 +777,10 @@ def _spread_over_children(
     # Without the worst child and without the most-failing test: a test that broke everywhere is a
     # cause every child shares, but it is one test, not a sick entity.
     rest = rows[(inverse != worst) & (test != segment.top_test)]
-    # A host's memory killing its heavy tests fails few of each runner's runs: the rest may be beyond
-    # chance but under the ratio bar. Where every runner's own readings name one cause, the host's
-    # resource is what they share (held-out fleet 222's OOM host, named as one runner).
     if not _stands_without(rest, frame, expected, cutoff, config) and not (
         level.name == "machine"
         and _stands_without(rest, frame, expected, cutoff, config, min_ratio=1.0)
-        and _readings_name_one_cause(segment, frame, badness, codes[elevated], config)
+        and (shared_readings or _readings_name_one_cause(segment, frame, badness, codes[elevated], config))
     ):
         return None, None
     # A pool whose hosts off its worst image mostly fail no more than usual is sick in that image, not
