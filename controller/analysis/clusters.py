@@ -45,7 +45,7 @@ class Segment:
     without_top_test_ratio: float = 0.0
     beyond_top_two_p: float = 1.0
     beyond_top_two_ratio: float = 0.0
-    beyond_top_two_jobs_p: float = 0.0  # the same beyond the two jobs that failed most (0: jobs unnamed)
+    beyond_top_two_jobs_p: float = 0.0  # the same beyond the two worst jobs (0: jobs unnamed)
     beyond_top_two_jobs_ratio: float = math.inf
     top_test: int = -1
     top_jobs: tuple[int, ...] = ()  # the (up to) two jobs that failed most, where jobs are named
@@ -199,15 +199,19 @@ def breadth(
     segment.beyond_top_two_p = exact_p(o, rest.size, x)
     segment.beyond_top_two_ratio = o / x if x > 0 else math.inf
     # And beyond the two jobs that failed most: a job that crashed half-way fails every test it had
-    # left at once, on whatever runner it ran on.
+    # left at once, on whatever runner it ran on. What is left must be broad too, beyond its own two
+    # most-failing tests: two bad jobs beside a flaky test's lucky run are not a sick runner.
     if (job[rows] >= 0).all():
         jobs, job_counts = np.unique(job[failed], return_counts=True)
         top_jobs = jobs[np.argsort(-job_counts, kind="stable")[:2]]
         segment.top_jobs = tuple(int(j) for j in top_jobs)
         rest = rows[~np.isin(job[rows], top_jobs)]
-        o, x = float(fail[rest].sum()), float(expected[rest].sum())
-        segment.beyond_top_two_jobs_p = exact_p(o, rest.size, x)
-        segment.beyond_top_two_jobs_ratio = o / x if x > 0 else math.inf
+        rest_tests, rest_counts = np.unique(test[rest[fail[rest]]], return_counts=True)
+        broad = rest[~np.isin(test[rest], rest_tests[np.argsort(-rest_counts, kind="stable")[:2]])]
+        # Either way, the weaker: dropping two tests that failed less than their share must not help.
+        checks = [(float(fail[kept].sum()), float(expected[kept].sum()), kept.size) for kept in (rest, broad)]
+        segment.beyond_top_two_jobs_p = max(exact_p(o, n, x) for o, x, n in checks)
+        segment.beyond_top_two_jobs_ratio = min(o / x if x > 0 else math.inf for o, x, n in checks)
 
 
 # How clearly the tests beyond the two most-failing must still fail more than expected.

@@ -906,6 +906,34 @@ def test_two_jobs_that_crashed_on_a_healthy_runner_are_no_sick_runner(seed: int)
     assert [b["entity"] for b in analysis.bursts if b["kind"] == "runner"].count("linux-03") == 2
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3, 5])
+def test_two_crashed_jobs_beside_a_flaky_tests_bad_day_are_no_sick_runner(seed: int) -> None:
+    # Held-out simulator 2, fleet 121: a runner whose shard held flaky tests (failing a fifth of
+    # their runs everywhere) failed them 16 times in a day where 7 were expected, and ran one job
+    # that failed 13 tests at once. Beyond its two worst jobs, what was left was still beyond chance,
+    # but only in those flaky tests: no breadth, and no sick runner.
+    fleet = _two_jobs_crash_half_way(seed, disk_readings_bad=False)
+    jobs = _long_jobs_of_linux_03(fleet)
+    first, last = (
+        fleet.results[jobs[len(jobs) // 3][0]]["time"],
+        fleet.results[jobs[2 * len(jobs) // 3][-1]]["time"],
+    )
+    between = Counter(
+        r["test_id"] for r in fleet.results if r["runner"]["id"] == "linux-03" and first <= r["time"] <= last
+    )
+    flaky = {test for test, _ in between.most_common(2)}
+    rng = np.random.default_rng(seed)
+    for result in fleet.results:
+        if result["test_id"] in flaky and result["outcome"] == "passed":
+            bad_day = result["runner"]["id"] == "linux-03" and first <= result["time"] <= last
+            if rng.random() < (0.5 if bad_day else 0.2):
+                result["outcome"] = "failed"
+                result["message"] = "AssertionError: expected 3, got 2"
+    analysis = analyse(frame_of(fleet))
+    assert analysis.incidents == []
+    assert [b["entity"] for b in analysis.bursts if b["kind"] == "runner"].count("linux-03") == 2
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_two_jobs_that_crashed_while_the_runners_disk_read_full_are_a_sick_runner(seed: int) -> None:
     # The same two jobs, while linux-03's own readings show its disk full: the readings name the
