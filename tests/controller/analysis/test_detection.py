@@ -498,19 +498,44 @@ def test_a_full_disk_under_two_runners_one_of_whose_agents_fell_silent_is_the_ho
 
 
 def _called_on_two_runner_hosts(
-    days: float, events: tuple[Event, ...], seed: int
+    days: float, events: tuple[Event, ...], seed: int, idle_from: timedelta | None = None
 ) -> set[tuple[str, str, str]]:
     """(kind, entity, dimension) of each incident over `days` of an arm pool of four hosts with two
-    runners each (arm-vm-02 runs arm-03 and arm-04) beside six Linux runners, with `events`."""
+    runners each (arm-vm-02 runs arm-03 and arm-04) beside six Linux runners, with `events`. From
+    `idle_from` on, arm-04 takes no jobs (its agent still reports)."""
     scenario = Scenario(
         pools=(PoolSpec("arm", 8, runners_per_machine=2, shards=4), PoolSpec("linux", 6, shards=6)),
         duration_days=days,
         events=events,
     )
-    return {
-        (i["kind"], i["entity"], i["dimension"])
-        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
-    }
+    fleet = simulate(scenario, seed=seed)
+    if idle_from is not None:
+        idle_ms = to_ms(scenario.start + idle_from)
+        fleet.results = [
+            r
+            for r in fleet.results
+            if r["runner"]["id"] != "arm-04" or to_ms(datetime.fromisoformat(r["time"])) < idle_ms
+        ]
+        fleet.result_ms = None
+    return {(i["kind"], i["entity"], i["dimension"]) for i in analyse(frame_of(fleet)).incidents}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_host_whose_disk_broke_while_one_runner_idled_is_the_host(seed: int) -> None:
+    # Held-out fleet 224: a host's disk turned read-only while only one of its two runners took
+    # jobs. Both agents read the disk read-only; only the busy runner could fail. The host was named
+    # as that runner.
+    events: tuple[Event, ...] = (SickMachine("arm-vm-02", "disk", onset=timedelta(hours=30)),)
+    called = _called_on_two_runner_hosts(2.0, events, seed, idle_from=timedelta(hours=26))
+    assert called == {("machine", "arm-vm-02", "disk")}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_runner_whose_disk_broke_while_its_neighbour_idled_reading_healthy_is_the_runner(seed: int) -> None:
+    # The same idle neighbour, whose agent reads its disk fine: the broken disk is the runner's own.
+    events: tuple[Event, ...] = (SickRunner("arm-03", "disk", onset=timedelta(hours=30)),)
+    called = _called_on_two_runner_hosts(2.0, events, seed, idle_from=timedelta(hours=26))
+    assert called == {("runner", "arm-03", "disk")}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
