@@ -8,7 +8,8 @@ a stretch it did not cause. A few hours in which one test failed most of its run
 (`dependency_min_rate`), far beyond its usual rate (binomial, p < `dependency_outage_p`), on
 `group_outage_min_hosts` hosts or more, are an outage of its dependency when it is not something
 else that fails a test that way:
-- longer than `outage_max_s`, or the test kept failing after: a broken test;
+- longer than `outage_max_s`, or the test kept failing after (over the rest of the window, or the
+  day after): a broken test;
 - on one pool or image alone where it ran on several, or in jobs that failed much else besides
   (`max_others_failing` of their other tests, those with spans of their own aside), or mostly on
   images or hosts that fail it far beyond the others outside the span too: a sick place;
@@ -218,6 +219,9 @@ def _spans_of(
         recovered = after.size >= config.broken_min_runs
         if recovered and after.mean() < 0.5:
             continue  # kept failing after: broken, not an outage
+        day_after = ~judged.fail[mine[(hour > last) & (hour <= last + 24)]]
+        if day_after.size >= config.broken_min_runs and day_after.mean() < 0.5:
+            continue  # failed most of its runs in the day after too: broken then, fixed later
         if _stepped_across(hour, fail, mostly_failed[hour_of], first, last, config):
             continue
         places = (frame.cols["pool"][judged.idx[inside]], judged.image[inside])
