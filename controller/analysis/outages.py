@@ -141,13 +141,14 @@ def find_outages(
             # its padded edges too. Jobs end at their own times, and hosts on other images that ran
             # cleanly minutes off the core are the evidence against it.
             beyond, worst = _beyond_one_image(image[claimed], f[claimed], usual[claimed], host[claimed])
-        if beyond is False:
-            # Either way, only where the image fails beyond its tests' usual rates outside the burst
-            # too (on more than one host: a sick runner on it is its own trouble). An image rolled
-            # out in the burst is new there, or stays bad after it; one that ran cleanly the hours
-            # before and after is no explanation. The others merely ran at other minutes, or the
-            # outage spared them: it need not reach every host, and a pool of its own image may be
-            # all it reached.
+        if beyond is not True:
+            # Either way (or where nothing off the image can tell: one host off it, which may be
+            # sick on its own, or too few runs), only where the image fails beyond its tests' usual
+            # rates outside the burst too (on more than one host: a sick runner on it is its own
+            # trouble). An image rolled out in the burst is new there, or stays bad after it; one
+            # that ran cleanly the hours before and after is no explanation. The others merely ran
+            # at other minutes, or the outage spared them: it need not reach every host, and a pool
+            # of its own image may be all it reached.
             reach = 12 * radius
             hours_around = (
                 ~claimed & (row_bin >= bins[start] - pad - reach) & (row_bin <= bins[stop - 1] + pad + reach)
@@ -572,6 +573,8 @@ def _beyond_one_image(
     if images.size < 2:
         return None, int(images[worst])
     others = which != worst
+    if np.unique(host[others]).size < 2:
+        return None, int(images[worst])  # one host off the image may be sick on its own: no evidence
     usual = _fails_as_usual(*_without_worst_host(failed[others], expected[others], host[others]))
     return (None if usual is None else not usual), int(images[worst])
 

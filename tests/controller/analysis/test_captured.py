@@ -12,7 +12,7 @@ from controller.analysis.frame import Frame
 DATA = Path(__file__).parent / "data"
 
 
-def frame_from(name: str, pool: str) -> Frame:
+def frame_from(name: str, pool: str, ephemeral: bool = False) -> Frame:
     """A captured slice: one pool's results, as the controller stored them (time_ms, outcome, ...)."""
     with gzip.open(DATA / name, "rt", newline="") as handle:
         records = list(csv.DictReader(handle))
@@ -23,7 +23,7 @@ def frame_from(name: str, pool: str) -> Frame:
                 number,
                 int(r["time_ms"]),
                 r["outcome"],
-                False,
+                ephemeral,
                 r["test_id"],
                 r["runner"],
                 r["machine"],
@@ -75,3 +75,18 @@ def test_an_image_breaking_a_few_tests_is_not_healed_by_a_quiet_evening() -> Non
     assert image["entity"] == "ubuntu-22.04-2026.11.22-bad"
     assert image["state"] == "suspect"
     assert image["end"] is None
+
+
+def test_a_bad_image_and_a_sick_host_bursting_together_on_a_tiny_fleet_are_no_outage() -> None:
+    # Second held-out simulator, fleet 132: three hosts of ephemeral runners, a bad image on about
+    # half their jobs since days, and one host short of memory. At 03:45 both hosts that ran failed
+    # most runs at once, on the bad image; the only runs off it were one host's fifteen, too few to
+    # tell, so nothing asked whether the image explained it, and a fleet outage was called (another
+    # at 22:00, where the runs off the image were the sick host's). Names are replaced by codes in
+    # their sort order; three days of the fleet's eleven.
+    analysis = analyse(frame_from("tiny_eph_image.csv.gz", "gha-linux-x64-eph", ephemeral=True))
+    assert analysis.outages == []
+    assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [
+        ("image", "ubuntu-24.04-20261202.13"),
+        ("machine", "gha-linux-x64-eph-host-03"),
+    ]
