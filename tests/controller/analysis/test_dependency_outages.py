@@ -19,9 +19,7 @@ SPARSE = "tests/test_shard2.py::test_17"  # calls the service too, in half of it
 BROKEN_ON_MAIN = "tests/test_shard3.py::test_15"  # broken by a commit to main, see _payments_fleet
 CANARY_BREAKS = "tests/test_shard1.py::test_16"  # broken by the canary images, see _payments_fleet
 CANARY_HOSTS = ("linux-0", "linux-1", "linux-2", "linux-3", "mac-0")
-BROKEN_AGAIN = (
-    "tests/test_shard4.py::test_13"  # broken by one commit, then its successors; see _payments_fleet
-)
+BROKEN_AGAIN = "tests/test_shard4.py::test_13"  # broken, passing, broken again; see _payments_fleet
 
 
 def _payments_fleet(
@@ -44,8 +42,8 @@ def _payments_fleet(
     four linux hosts and one mac host run canary images from 07:00 to 17:00 on the third day, which
     break one test (it fails four runs in five there), and from 10:00 to 13:00 only those five hosts
     run jobs. With `broken_again`, a commit breaks one more test at 23:00 on the first day: it fails
-    nine runs in ten for two hours, passes for two (pull requests on older bases), then fails seven runs in
-    ten for the next twenty hours, until a fix."""
+    nine runs in ten for two hours, passes for two (pull requests on older bases), then fails seven
+    runs in ten for the next twenty hours, until a fix."""
     rng = np.random.default_rng(seed)
     down_from, down_to = (30 * 60), (30 * 60 + int(down_hours * 60))
     places = [(f"linux-{k}", f"linux-vm-{k}", "linux", "ubuntu", False) for k in range(8)] + [
