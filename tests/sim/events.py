@@ -81,6 +81,7 @@ class BadImage:
     job_share: float = 1.0
     rolled_back: Instant | None = None  # its hosts return to the pool's own image then
     breaks: int | None = None  # only this many of the pool's tests fail there (a library a few need)
+    first_on: tuple[str, ...] = ()  # runners whose hosts get it before any other host
 
 
 @dataclass(frozen=True)

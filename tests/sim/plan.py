@@ -222,6 +222,8 @@ def build_plan(
             named = _named_machines(scenario, topo)
             order = rng.permutation(hosts)
             order = np.concatenate([order[~np.isin(order, named)], order[np.isin(order, named)]])
+            first = [int(topo.agent_machine[topo.agent_index(runner)]) for runner in ev.first_on]
+            order = np.concatenate([first, order[~np.isin(order, first)]]).astype(np.int64)
             machines = np.sort(order[:count])
             onset = scenario.offset_s(ev.onset)
             end = scenario.offset_s(ev.rolled_back) if ev.rolled_back is not None else forever
