@@ -4,7 +4,8 @@
 
 Each RUNDIR is what run.sh left (controller.db, truth.json, history.ndjson.gz). OUT/<seed>/ gets the
 incidents, tests and outages as runnerctl prints them, with links to the truth and history, so that
-`python tests/heldout/score.py OUT/*` grades a change in a minute instead of a fresh import.
+`python tests/heldout/score.py OUT/*` grades a change in a minute instead of a fresh import. The
+runners keep what the stored run listed, with this analysis's health in place of the stored one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from common.api import Health
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import analyse
 from controller.analysis.frame import Frame
@@ -35,7 +37,15 @@ def rescore(out: str, run: str, overrides: list[str]) -> str:
     (target / "incidents.json").write_text(json.dumps(analysis.incidents, default=str))
     (target / "tests.json").write_text(json.dumps(analysis.tests, default=str))
     (target / "outages.json").write_text(json.dumps({"items": analysis.outages}, default=str))
-    for name in ("truth.json", "history.ndjson.gz", "runners.json"):
+    stored_runners = Path(run) / "runners.json"
+    if stored_runners.exists():
+        # The runners as the API lists them, each with the health this analysis gives it (the API's
+        # Health defaults where it names none), so red herrings and false health are graded too.
+        runners = json.loads(stored_runners.read_text())
+        for runner in runners:
+            runner["health"] = Health(**analysis.health.get(runner["identity"]["id"], {})).model_dump()
+        (target / "runners.json").write_text(json.dumps(runners))
+    for name in ("truth.json", "history.ndjson.gz"):
         if not (target / name).exists() and (Path(run) / name).exists():
             os.symlink((Path(run) / name).resolve(), target / name)
     return str(target)
