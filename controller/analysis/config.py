@@ -192,8 +192,16 @@ class AnalysisConfig(BaseModel):
     flake_widespread_top_share: float = 0.5
     flake_widespread_p: float = 0.01
     flake_half_life_days: float = 14.0
+    flake_own_failure_p: float = Field(
+        default=0.05,
+        description="a test's runs inside an incident count for it again where it failed there no more "
+        "than its counted rate elsewhere predicts (one-sided binomial, p at or above this)",
+    )
+    flake_own_failure_min_failures: int = Field(
+        default=3, description="counted failures a test needs before its rate is trusted to give runs back"
+    )
     flake_beyond_noise_rate: float = Field(
-        default=0.015,
+        default=0.0125,
         description="below the floor, a test scored this high (its rate's posterior mean), with "
         "flake_beyond_noise_failures counted failures or more on two runners or more, not bunched in time, and "
         "far beyond what the tests called healthy fail (binomial, p below flake_beyond_noise_p) is flaky",

@@ -16,7 +16,7 @@ from controller.analysis.cofailing import find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.dependency_outages import DependencyOutage, find_companions, find_dependency_outages
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
-from controller.analysis.flake import FlakeInputs, score_tests
+from controller.analysis.flake import FlakeInputs, release_own_runs, score_tests
 from controller.analysis.frame import Frame
 from controller.analysis.group_outages import GroupOutage, find_group_outages, group_outage_rows
 from controller.analysis.horizon import horizon
@@ -137,9 +137,10 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         reasons.append(burst_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     _join_companions(frame, selected, discount, reasons, outage_dicts[len(outages) :], anchors, config)
+    resource_bad, resource_seen = _resource_pressure(frame, badness, config)
+    release_own_runs(frame, selected & ~resource_bad, discount, len(incidents), config)
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
 
-    resource_bad, resource_seen = _resource_pressure(frame, badness, config)
     tests = score_tests(
         FlakeInputs(frame, selected, discount, reasons, resource_bad, resource_seen, groups, as_of), config
     )

@@ -1,12 +1,13 @@
 """Flake scores a sick runner can no longer inflate.
 
 Failures inside an incident (on that entity, from its onset) or an outage are discounted — kept, and
-attributed, but not charged to the test. What remains is scored per test with a Beta posterior on
-decayed counts, ranked by its conservative bound. A test that fails every run of a pool from some
-time on is broken (everywhere) or platform-specific (one pool), not flaky; one whose failures follow
-its runner's resource pressure is resource-sensitive; one that fails on one runner only is a
-test × runner interaction. Flaky needs passes and failures on the same code, on more than one runner;
-below the floor, a test failing far more often than the tests called healthy do between them, or
+attributed, but not charged to the test — unless the test failed inside that incident no more often
+than it fails elsewhere: a flaky test keeps its own failures on a machine that was sick beside it.
+What remains is scored per test with a Beta posterior on decayed counts, ranked by its conservative
+bound. A test that fails every run of a pool from some time on is broken (everywhere) or
+platform-specific (one pool), not flaky; one whose failures follow its runner's resource pressure is
+resource-sensitive; one that fails on one runner only is a test × runner interaction. Flaky needs
+passes and failures on the same code, on more than one runner; below the floor, a test failing far more often than the tests called healthy do between them, or
 mostly together with the tests it shares a flaky fixture with, is flaky.
 """
 
@@ -48,6 +49,39 @@ def entity_name(frame: Frame, code: int) -> str:
     if code <= -2:
         return f"machine/{frame.name('machine', -2 - code)}"
     return f"runner/{frame.name('runner', code)}"
+
+
+def release_own_runs(
+    frame: Frame, eligible: np.ndarray, discount: np.ndarray, incidents: int, config: AnalysisConfig
+) -> None:
+    """Give back to each test its runs inside an incident (reasons 0 to `incidents` - 1) where it failed
+    there, yet no more often than its counted rate in that pool predicts: a flaky test failing 3 % of
+    its runs everywhere fails 3 % on a bad image that breaks other tests, and those failures are its
+    own. The rate is the pool's, or a test failing most runs on linux would take back its failures on
+    a sick mac runner. A test with fewer than `flake_own_failure_min_failures` counted failures there
+    has no rate to trust (one failure in twelve nightly runs). Only the `eligible` rows are given
+    back (the engine leaves out runs under disk or memory pressure: passes under a full disk would
+    hide a test that fails under pressure), and none where the test never failed inside the
+    incident. Which rows count is judged once, before any is given back."""
+    if incidents == 0:
+        return
+    # One key per (test, pool): the counted rate of each, then one per (incident, test, pool).
+    pool = frame.cols["pool"].astype(np.int64) + 1  # NONE (-1) becomes 0
+    pair = frame.cols["test"].astype(np.int64) * (int(pool.max()) + 1) + pool
+    counted = eligible & (discount < 0)
+    inside = np.flatnonzero(eligible & (discount >= 0) & (discount < incidents))
+    pairs, pair_of = np.unique(np.concatenate([pair[counted], pair[inside]]), return_inverse=True)
+    counted_pair, inside_pair = pair_of[: int(counted.sum())], pair_of[int(counted.sum()) :]
+    runs = np.bincount(counted_pair, minlength=pairs.size)
+    failures = np.bincount(counted_pair, weights=frame.fail[counted], minlength=pairs.size)
+    rate = np.where(failures >= config.flake_own_failure_min_failures, failures / np.maximum(runs, 1), 0.0)
+    keys, key_of = np.unique(
+        discount[inside].astype(np.int64) * pairs.size + inside_pair, return_inverse=True
+    )
+    n = np.bincount(key_of)
+    k = np.bincount(key_of, weights=frame.fail[inside]).astype(np.int64)
+    own = (k > 0) & (stats.binom.sf(k - 1, n, rate[keys % pairs.size]) >= config.flake_own_failure_p)
+    discount[inside[own[key_of]]] = -1
 
 
 def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
@@ -18,6 +18,7 @@ from tests.controller.analysis.harness import frame_of
 from tests.controller.analysis.test_detection import _row
 from tests.sim import Fleet, simulate
 from tests.sim.events import (
+    BadImage,
     FlakyTest,
     PeriodicPressure,
     PlatformTest,
@@ -314,6 +315,22 @@ def test_the_same_rate_among_tests_that_all_fail_that_often_is_noise(seed: int) 
     assert analysis.tests_by_id()["tests/test_sync.py::test_target"]["verdict"] == "healthy"
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_five_failures_in_four_hundred_runs_where_healthy_tests_fail_one_in_two_thousand_are_flaky(
+    seed: int,
+) -> None:
+    # Held-out fleets held flaky tests failing 1.2-1.4 % of a few hundred runs, scored under the 1.5 %
+    # this rule asked for, while the tests called healthy failed one run in a thousand or less. Five
+    # spread over nine days and three runners are no such noise (binomial p < 1e-4).
+    spread = {7, 118, 240, 318, 402}
+    analysis = analyse(_shard_of_four(spread, noise=0.0005, seed=seed))
+    score = analysis.tests_by_id()["tests/test_sync.py::test_target"]
+    assert score["score"] < 0.015
+    assert score["verdict"] == "flaky", score["reason"]
+    assert "where the tests called healthy fail" in score["reason"]
+    assert verdicts(analysis, "flaky") == {"tests/test_sync.py::test_target"}
+
+
 def test_failures_crowded_into_a_few_hours_are_not_a_flaky_test() -> None:
     # Six of the eleven fall in one afternoon (jobs 200-211, 6 hours): what a service it calls being
     # down leaves, not a test failing now and then.
@@ -331,6 +348,30 @@ def test_a_flaky_test_whose_failures_fell_four_in_one_afternoon_is_still_flaky(s
     analysis = analyse(_shard_of_four(four_in_an_afternoon, noise=0.001, seed=seed))
     score = analysis.tests_by_id()["tests/test_sync.py::test_target"]
     assert score["verdict"] == "flaky", score["reason"]
+
+
+@pytest.mark.parametrize("seed", [4, 9])
+def test_flaky_tests_keep_their_own_failures_on_a_bad_images_hosts(seed: int) -> None:
+    # First held-out simulator: a bad image broke most of its pool's tests for days, and flaky tests
+    # it did not break lost their failures on its hosts to its incident, too few left to call them
+    # flaky. Here it breaks 15 tests on half the pool; four others fail 2 % of their runs anywhere.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 8, shards=4),),
+        duration_days=3.0,
+        events=(
+            BadImage("linux-img-v2", "linux", timedelta(days=1), fraction_of_pool=0.5, breaks=15),
+            *(FlakyTest(test, p=0.02) for test in (20, 21, 22, 23)),
+        ),
+        noisy_test_fraction=0.0,
+    )
+    fleet = simulate(scenario, seed=seed)
+    analysis = analyse(frame_of(fleet))
+    assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [("image", "linux-img-v2")]
+    assert verdicts(analysis, "flaky") == fleet.truth.flaky_tests
+    # The tests it broke keep their failures there discounted: none of them is flaky.
+    (image,) = analysis.incidents
+    broken = {t["test_id"] for t in image["tests"]} - fleet.truth.flaky_tests
+    assert all(analysis.tests_by_id()[test]["discounted_failures"] > 0 for test in broken)
 
 
 def test_an_incident_found_later_takes_back_the_points_it_gave(story: tuple[Fleet, Analysis]) -> None:
