@@ -161,6 +161,10 @@ class AnalysisConfig(BaseModel):
     )
     resolve_after_executions: int = 20
     resolve_after_jobs: int = Field(default=3, description="clean jobs before a verdict is resolved")
+    resolve_after_jobs_healed: int = Field(
+        default=2,
+        description="the same where the readings that named its dimension have read healthy since",
+    )
     resolve_after_s: int = Field(
         default=1800, description="how long after its last failure an entity must run cleanly to be resolved"
     )

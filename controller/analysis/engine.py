@@ -81,13 +81,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     discount = np.full(frame.size, -1, np.int32)
     reasons: list[str] = []
     stretches = [in_stretch(levels[c.segment.level], c.segment, bins) for c in clusters]
-    covered = np.zeros(frame.size, np.int32)  # how many clusters' stretches hold each row
-    for stretch in stretches:
-        covered += stretch
-    for cluster, stretch in zip(clusters, stretches, strict=True):
+    for number, cluster in enumerate(clusters):
         level = levels[cluster.segment.level]
+        others = stretches[:number] + stretches[number + 1 :]
         incident = build_incident(
-            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, elsewhere=covered > stretch
+            cluster, level, frame, badness, bins, usable, cutoff, as_of, config, others=others
         )
         incidents.append(incident)
         seg = cluster.segment

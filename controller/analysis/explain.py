@@ -119,7 +119,8 @@ def _burst_note(burst: dict[str, Any], config: AnalysisConfig) -> str:
 def _clean_run(config: AnalysisConfig, stats: dict[str, Any], where: str) -> str:
     excess = (stats["failures"] - stats["expected"]) / max(stats["executions"], 1)
     return (
-        f"{config.resolve_after_executions}+ executions over {config.resolve_after_jobs}+ jobs {where}at the "
+        f"{config.resolve_after_executions}+ executions over {config.resolve_after_jobs}+ jobs "
+        f"({config.resolve_after_jobs_healed}+ once its readings read healthy again) {where}at the "
         f"expected failure rate, for {config.resolve_after_s // 60}+ minutes after its last failure, and "
         f"enough of them that its excess of {excess:.1%} of executions would have shown"
     )

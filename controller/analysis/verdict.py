@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ from controller.analysis.levels import Level
 RESOLVE_P = 0.05
 # ...and its runs since fail at most this share more than its tests' rates elsewhere (or at most twice).
 RESOLVE_MAX_EXCESS = 0.001
+# Other entities' runs a verdict's stretch needs before its rate is taken as theirs, not its own.
+RESOLVE_MIN_PEER_RUNS = 20
 READING_COLUMN = {"pool": "r_pool", "image": "r_image", "machine": "r_machine", "runner": "r_runner"}
 
 
@@ -42,10 +45,10 @@ def build_incident(
     cutoff: float,
     as_of_ms: int,
     config: AnalysisConfig,
-    elsewhere: np.ndarray | None = None,
+    others: Sequence[np.ndarray] = (),
 ) -> dict[str, Any]:
-    """The incident for one cluster. `elsewhere` marks rows other verdicts explain: a pool whose day
-    of trouble ended is resolved though two of its runners fell sick on their own since."""
+    """The incident for one cluster. `others` are the other clusters' stretches (a mask each): what
+    they explain is judged at their rate when this one is asked whether it ran cleanly since."""
     seg = cluster.segment
     rows = seg.rows
     fail = frame.fail
@@ -85,31 +88,35 @@ def build_incident(
         # no agent reported on: the readings might have named it.
         state = "sick"
     decided = max(decided, onset)  # no verdict is decided on data from before what it is about
-    clean_since = usable if elsewhere is None else usable & ~elsewhere
+    clean_since = usable
     if chronic.size:
         clean_since = clean_since & ~np.isin(frame.cols["test"], chronic)
+    since_expected = _expected_beside(frame, cluster.expected, level.entity == seg.entity, usable, others)
     excess_rate = (seg.failures - seg.expected) / max(seg.executions, 1)
     # The scan's stretch runs on over a few stray failures after the fix, days of them at worst; where
     # the stretch ended by its own rate, it has run cleanly since if anywhere.
     ends = {_end_by_own_rate(frame, rows, cluster.expected, bins, config), (end_ms, last_failure)}
     resolution = None
     for candidate_end, candidate_failure in sorted(e for e in ends if e[0] <= end_ms):
+        # Readings that named the cause and read healthy since are evidence of their own that it
+        # healed: fewer clean jobs need to confirm it (a runner idle for the night after its fix).
+        healed = finding.dimension != "unknown"
+        if healed and not _healthy_since(frame, badness, reading_rows, finding, candidate_end, config):
+            continue
         resolved_at = _resolved_at(
             frame,
             level,
             seg.entity,
             candidate_end,
             candidate_failure,
-            cluster.expected,
+            since_expected,
             clean_since,
             as_of_ms,
             excess_rate,
+            config.resolve_after_jobs_healed if healed else config.resolve_after_jobs,
             config,
         )
-        if resolved_at is not None and (
-            finding.dimension == "unknown"
-            or _healthy_since(frame, badness, reading_rows, finding, candidate_end, config)
-        ):
+        if resolved_at is not None:
             state, resolution = "resolved", "ran at the expected failure rate since the stretch ended"
             end_ms, last_failure = candidate_end, candidate_failure
             break
@@ -315,6 +322,7 @@ def _resolved_at(
     usable: np.ndarray,
     as_of_ms: int,
     excess_rate: float,
+    min_jobs: int,
     config: AnalysisConfig,
 ) -> int | None:
     """`end_ms` (the end of the stretch's last bin) when the entity has run cleanly since: at its
@@ -327,7 +335,7 @@ def _resolved_at(
     # of ninety tests that passed is not a host that healed.
     if (
         after.size < config.resolve_after_executions
-        or frame.jobs_in(after) < config.resolve_after_jobs
+        or frame.jobs_in(after) < min_jobs
         or int(frame.time_ms[after].max()) - last_failure_ms < config.resolve_after_s * 1000
     ):
         return None
@@ -339,6 +347,27 @@ def _resolved_at(
     if stats.poisson.cdf(o, x + excess_rate * after.size) >= RESOLVE_P:
         return None  # as few failures as these are still likely at the stretch's rate
     return end_ms
+
+
+def _expected_beside(
+    frame: Frame, expected: np.ndarray, mine: np.ndarray, usable: np.ndarray, others: Sequence[np.ndarray]
+) -> np.ndarray:
+    """What each run should fail when the entity (`mine`) is asked whether it ran cleanly since its
+    stretch: its tests' rate elsewhere, or, where another verdict's stretch holds the run, that
+    stretch's failure rate — over the other entities' runs in it where there are enough of them (a
+    runner whose own disk was fixed fails on at its bad image's rate), else over all of them (runners
+    sick on their own inside a pool whose day of trouble ended). The highest where several hold it."""
+    beside = expected.copy()
+    for stretch in others:
+        held = stretch & mine
+        if not held.any():
+            continue
+        theirs = stretch & usable & ~mine
+        if theirs.sum() < RESOLVE_MIN_PEER_RUNS:
+            theirs = stretch & usable
+        rate = float(frame.fail[theirs].mean()) if theirs.any() else 0.0
+        beside[held] = np.maximum(beside[held], rate)
+    return beside
 
 
 def _end_by_own_rate(

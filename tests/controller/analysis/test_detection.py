@@ -738,6 +738,55 @@ def test_a_runner_whose_disk_was_freed_after_its_failures_stopped_is_resolved(
     assert called == {("runner", "linux-03", state, "disk")}
 
 
+@pytest.mark.parametrize("seed", [1, 6])
+def test_a_runner_whose_disk_reads_healthy_again_is_resolved_after_two_clean_jobs(seed: int) -> None:
+    # Second held-out fleet 137: a runner's cache digest came back to its pool's and it ran two clean
+    # jobs over the night before the data ended; three were asked, and it stayed sick. Here
+    # linux-03's disk is freed 90 minutes before the end; it runs two clean jobs after the hour of
+    # its last failure, and its readings say the disk is fine.
+    scenario = Scenario(
+        duration_days=2.0,
+        events=(SickRunner("linux-03", "disk", onset=timedelta(hours=30), end=timedelta(hours=46.5)),),
+    )
+    called = {
+        (i["kind"], i["entity"], i["state"], i["dimension"])
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("runner", "linux-03", "resolved", "disk")}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("fixed_at", "state"), [(timedelta(hours=30), "resolved"), (None, "sick")])
+def test_a_runner_fixed_on_a_bad_image_is_resolved_though_the_image_fails_on(
+    seed: int, fixed_at: timedelta | None, state: str
+) -> None:
+    # Third held-out fleet 232: a runner out of inodes on a canary image that failed a job in three.
+    # Its inodes were freed, and it went on failing at the image's rate; those runs were the image's
+    # to explain, so none was left to show it healed, and it stayed sick. Judged at the image's
+    # rate, it ran cleanly; while its disk is still full it fails far beyond it.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 12, shards=6, images=("img-a",)),),
+        duration_days=3.0,
+        events=(
+            BadImage(
+                "img-b",
+                "linux",
+                timedelta(hours=6),
+                fraction_of_pool=0.5,
+                fail_prob=0.4,
+                breaks=20,
+                first_on=("linux-03",),
+            ),
+            SickRunner("linux-03", "disk", onset=timedelta(hours=20), end=fixed_at),
+        ),
+    )
+    called = {
+        (i["kind"], i["entity"], i["state"])
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("image", "img-b", "sick"), ("runner", "linux-03", state)}
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_runner_whose_disk_fills_again_after_it_was_freed_is_not_healed(seed: int) -> None:
     # Third held-out fleet 228: a disk filling every night and cleaned every afternoon, its runner
