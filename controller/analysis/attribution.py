@@ -26,7 +26,7 @@ from controller.analysis.clusters import (
 )
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.evidence import Badness, Finding, examine, nearest_bad
-from controller.analysis.frame import Frame
+from controller.analysis.frame import NONE, Frame
 from controller.analysis.levels import LEVELS, Level
 
 # How unlikely a child's own failures must be for it to count among those the cause reached.
@@ -621,7 +621,13 @@ def _passing_burst(
     first, last = int(times[start]), int(times[reach[start] - 1])
     outside = (frame.time_ms[rows] < first) | (frame.time_ms[rows] > last)
     later = np.flatnonzero((level.entity == segment.entity) & usable & (frame.time_ms > last))
-    if later.size < config.resolve_after_executions:
+    # As long a clean run as resolves a verdict: a canary image whose last twenty runs passed minutes
+    # before it was rolled back never showed it ran cleanly.
+    if (
+        later.size < config.resolve_after_executions
+        or frame.jobs_in(later) < config.resolve_after_jobs
+        or int(frame.time_ms[later].max()) - last < config.resolve_after_s * 1000
+    ):
         return None
     if not _calm_around((rows[outside], later), rows[~outside], level, frame, expected, config):
         return None
@@ -672,19 +678,36 @@ def _shared_burst(burst: Burst, level: Level, frame: Frame, usable: np.ndarray) 
     hour of broken network) failed on its images and hosts too, and they are not judged on it again:
     the image would be an incident for it, failing a little more than its peers on other days. A burst
     most of whose failures are one child's is that child's to be judged on (a runner's first hour of
-    trouble at its image's level)."""
+    trouble at its image's level). So is one whose failures crowd onto one of the pool's images, far
+    beyond its share of the runs: a canary image that failed for the hour it ran."""
     rows: np.ndarray = (
         usable
         & (level.entity == burst.entity)
         & (frame.time_ms >= burst.start_ms)
         & (frame.time_ms <= burst.end_ms)
     )
+    if level.name == "pool" and (crowded := _crowded_image(frame, rows)) != NONE:
+        rows &= frame.cols["image"] != crowded
     if level.child is None:
         return rows
     _, counts = np.unique(level.child[rows & frame.fail], return_counts=True)
     if counts.size < 2 or counts.max() * 2 > counts.sum():
         return np.zeros(frame.size, bool)
     return rows
+
+
+def _crowded_image(frame: Frame, rows: np.ndarray) -> int:
+    """The image holding more than half the failures among `rows` and twice its share of them or
+    more, or NONE."""
+    image = frame.cols["image"][rows]
+    failed = image[frame.fail[rows]]
+    if failed.size == 0:
+        return NONE
+    codes, failures = np.unique(failed, return_counts=True)
+    top = int(np.argmax(failures))
+    fail_share = failures[top] / failed.size
+    run_share = float((image == codes[top]).mean())
+    return int(codes[top]) if fail_share > 0.5 and fail_share >= 2 * run_share else NONE
 
 
 def _within_chance(failures: int, expected: float, config: AnalysisConfig) -> bool:

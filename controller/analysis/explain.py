@@ -111,7 +111,8 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
 def _burst_note(burst: dict[str, Any], config: AnalysisConfig) -> str:
     return (
         f"{burst['id']} on {burst['kind']}/{burst['entity']} ({burst['start']} to {burst['end']}) is no verdict: "
-        f"{config.resolve_after_executions}+ executions passed after it, so whatever failed then passed; "
+        f"{config.resolve_after_executions}+ executions over {config.resolve_after_jobs}+ jobs passed after it, "
+        f"the last {config.resolve_after_s // 60}+ minutes after it, so whatever failed then passed; "
         "failing again like that, or going on failing, would be judged"
     )
 
