@@ -131,7 +131,7 @@ def find_clusters(
             )
             if core is not None:
                 segment, (note, common_onset) = core
-            if note and not _one_cause(segment, level, frame, badness, config):
+            if note and not _one_cause(segment, level, frame, usable, expected, badness, config):
                 note = None
             if note is None:
                 continue
@@ -336,17 +336,49 @@ def _readings_explain(
     around = (at >= first - config.evidence_lookback_s * 1000) & (at <= last + config.reading_stale_s * 1000)
     if int(bad[around].sum()) < 2:
         return False
-    before = np.flatnonzero(usable & (level.entity == segment.entity) & (frame.time_ms < first))
-    if before.size < config.resolve_after_executions:
-        return True
+    return not _standing_condition(
+        frame,
+        level.name,
+        level.entity,
+        segment.entity,
+        finding.dimension,
+        first,
+        usable,
+        expected,
+        badness,
+        config,
+    )
+
+
+def _standing_condition(
+    frame: Frame,
+    level_name: str,
+    entity: np.ndarray,
+    code: int,
+    dimension: str,
+    first_failure_ms: int,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    badness: Badness,
+    config: AnalysisConfig,
+) -> bool:
+    """Whether the runner's or host's (`code`, among `entity` per row) `dimension` already read bad
+    while it ran `resolve_after_executions` or more before `first_failure_ms`, failing those no more
+    than chance (p > 0.01): a condition it ran cleanly under, which does not explain failures that
+    began later."""
+    readings = np.flatnonzero(
+        (getattr(frame, READER[level_name]) == code) & (frame.r_check == badness.check_of[dimension])
+    )
+    before = np.flatnonzero(usable & (entity == code) & (frame.time_ms < first_failure_ms))
+    if before.size < config.resolve_after_executions or readings.size == 0:
+        return False
+    bad = badness.bad[dimension][readings]
     under = before[
-        nearest_bad(
-            frame, readings, bad, level.entity[before], frame.time_ms[before], config, READER[level.name]
-        )
+        nearest_bad(frame, readings, bad, entity[before], frame.time_ms[before], config, READER[level_name])
     ]
     if under.size < config.resolve_after_executions:
-        return True
-    return exact_p(float(frame.fail[under].sum()), int(under.size), float(expected[under].sum())) <= 0.01
+        return False
+    return exact_p(float(frame.fail[under].sum()), int(under.size), float(expected[under].sum())) > 0.01
 
 
 def _bad_jobs(
@@ -1219,13 +1251,21 @@ def _a_child_is_spared(
 
 
 def _one_cause(
-    segment: Segment, level: Level, frame: Frame, badness: Badness, config: AnalysisConfig
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    badness: Badness,
+    config: AnalysisConfig,
 ) -> bool:
     """False when none of the children's findings (no dimension named counting as one) holds most of
     them and their readings name different dimensions, or name one on a single child: two hosts with
     a full disk and an exhausted memory, or one host out of memory beside one on a bad image, are two
     problems that happened together, not one sick pool. Thirty hosts on a bad image with healthy
-    readings, two of them also sick on their own, are one sick image."""
+    readings, two of them also sick on their own, are one sick image. A dimension a child had read
+    bad for days of clean runs before its failures (_standing_condition) names none: two hosts on a
+    bad image, one of them with an odd cache digest all week, are the image's."""
     if level.child is None:
         return True
     column, reader = ("runner", "r_runner") if level.name == "machine" else ("machine", "r_machine")
@@ -1243,7 +1283,19 @@ def _one_cause(
             # A host with no agent abstains: it names no dimension, nor shows healthy readings. So does
             # one whose agent fell silent before its failures began: its last readings were healthy.
             continue
-        findings[finding.dimension] += 1
+        standing = finding.dimension != "unknown" and _standing_condition(
+            frame,
+            column,
+            frame.cols[column],
+            int(child),
+            finding.dimension,
+            onset,
+            usable,
+            expected,
+            badness,
+            config,
+        )
+        findings["unknown" if standing else finding.dimension] += 1
     if not findings or 2 * max(findings.values()) > findings.total():
         return True
     named = findings.keys() - {"unknown"}

@@ -179,8 +179,11 @@ def examine(
     cluster_onset_ms: int,
     cluster_end_ms: int,
     config: AnalysisConfig,
+    hosts_agree: bool = False,
 ) -> Finding:
-    """Which dimension's bad readings explain the failed executions (row indices of the frame)?"""
+    """Which dimension's bad readings explain the failed executions (row indices of the frame)? With
+    `hosts_agree` (an image's or a pool's), only one read bad on more than half of the failing hosts
+    that reported: an image is what its hosts read, not what one of them with an odd cache does."""
     lo = cluster_onset_ms - config.evidence_lookback_s * 1000
     # A reading speaks for `reading_stale_s` on either side (nearest_reading): one a few minutes after
     # the last failure is as near it as one before, and agents that report hourly often sent none in
@@ -220,6 +223,11 @@ def examine(
         finding.per_dimension[dimension] = coverage
         if coverage < config.evidence_min_coverage or not bad.any():
             continue
+        if hosts_agree:
+            reporting = np.unique(frame.cols["machine"][failed[readable]])
+            read_bad = np.intersect1d(frame.r_machine[rows[bad]], reporting)
+            if 2 * read_bad.size <= reporting.size:
+                continue
         onset = int(frame.r_time_ms[rows[bad]].min())
         score = (coverage, -abs(onset - cluster_onset_ms), dimension)
         if best is None or score[:2] > best[:2]:

@@ -69,7 +69,14 @@ def build_incident(
     reading_rows = reading_rows[frame.r_time_ms[reading_rows] <= as_of_ms]
     # The failures from the onset: a stray one hours before is not what the readings must explain.
     finding = examine(
-        frame, badness, reading_rows, failed[frame.time_ms[failed] >= onset], onset, end_ms, config
+        frame,
+        badness,
+        reading_rows,
+        failed[frame.time_ms[failed] >= onset],
+        onset,
+        end_ms,
+        config,
+        hosts_agree=level.name in ("image", "pool"),
     )
     onset = _onset_after_readings(frame, rows, cluster.expected, onset, finding, config)
     since_onset = failed[frame.time_ms[failed] >= onset]

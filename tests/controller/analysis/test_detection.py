@@ -738,6 +738,28 @@ def test_a_runner_whose_disk_was_freed_after_its_failures_stopped_is_resolved(
     assert called == {("runner", "linux-03", state, "disk")}
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_hosts_on_a_bad_image_one_with_an_odd_cache_all_week_are_the_image(seed: int) -> None:
+    # Second held-out fleet 135: a bad image on two of seven hosts, one of whose cache digests had
+    # differed from the pool's for a week of clean jobs. The two hosts' readings named different
+    # causes (cache, none), so they read as two problems, and each runner was called sick on its own.
+    # A condition the host ran cleanly under for days explains nothing, and names no image's cause.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 8, shards=8, images=("img-a",)),),
+        duration_days=4.0,
+        events=(
+            BadImage(
+                "img-b", "linux", timedelta(days=2), fraction_of_pool=0.25, first_on=("linux-02", "linux-05")
+            ),
+            WarningRunner("linux-02", "cache", start=timedelta(hours=1)),
+        ),
+    )
+    incidents = analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    assert [(i["kind"], i["entity"], i["state"], i["dimension"]) for i in incidents] == [
+        ("image", "img-b", "sick", "unknown")
+    ]
+
+
 @pytest.mark.parametrize("seed", [1, 6])
 def test_a_runner_whose_disk_reads_healthy_again_is_resolved_after_two_clean_jobs(seed: int) -> None:
     # Second held-out fleet 137: a runner's cache digest came back to its pool's and it ran two clean
@@ -805,10 +827,11 @@ def test_a_runner_fixed_on_a_bad_image_is_resolved_though_the_image_fails_on(
         ),
     )
     called = {
-        (i["kind"], i["entity"], i["state"])
+        (i["kind"], i["entity"], i["state"], i["dimension"])
         for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
     }
-    assert called == {("image", "img-b", "sick"), ("runner", "linux-03", state)}
+    # The image is what its six hosts read, not what linux-03's full disk does.
+    assert called == {("image", "img-b", "sick", "unknown"), ("runner", "linux-03", state, "disk")}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
