@@ -1263,9 +1263,9 @@ def _one_cause(
     them and their readings name different dimensions, or name one on a single child: two hosts with
     a full disk and an exhausted memory, or one host out of memory beside one on a bad image, are two
     problems that happened together, not one sick pool. Thirty hosts on a bad image with healthy
-    readings, two of them also sick on their own, are one sick image. A dimension a child had read
-    bad for days of clean runs before its failures (_standing_condition) names none: two hosts on a
-    bad image, one of them with an odd cache digest all week, are the image's."""
+    readings, two of them also sick on their own, are one sick image. A child whose dimension had
+    read bad for days of clean runs before its failures (_standing_condition) abstains: two hosts on
+    a bad image, one of them with an odd cache digest all week, are the image's."""
     if level.child is None:
         return True
     column, reader = ("runner", "r_runner") if level.name == "machine" else ("machine", "r_machine")
@@ -1283,7 +1283,7 @@ def _one_cause(
             # A host with no agent abstains: it names no dimension, nor shows healthy readings. So does
             # one whose agent fell silent before its failures began: its last readings were healthy.
             continue
-        standing = finding.dimension != "unknown" and _standing_condition(
+        if finding.dimension != "unknown" and _standing_condition(
             frame,
             column,
             frame.cols[column],
@@ -1294,8 +1294,9 @@ def _one_cause(
             expected,
             badness,
             config,
-        )
-        findings["unknown" if standing else finding.dimension] += 1
+        ):
+            continue  # it ran cleanly under that condition before: its readings say nothing of these
+        findings[finding.dimension] += 1
     if not findings or 2 * max(findings.values()) > findings.total():
         return True
     named = findings.keys() - {"unknown"}
