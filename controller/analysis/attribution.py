@@ -33,6 +33,9 @@ from controller.analysis.levels import LEVELS, Level
 CHILD_P = 0.01
 # The frame's per-reading column naming who sent it, for the levels that send readings.
 READER = {"runner": "r_runner", "machine": "r_machine"}
+# How long before its failures a child must have run cleanly under a bad reading for that reading to
+# be a standing condition of its own rather than the cause coming on (_one_cause).
+STANDING_MIN_S = 12 * 3600
 # How unlikely a clean child must be under the common-cause hypothesis before it refutes it.
 SPARED_P = 1e-3
 # The same where the cause strikes whole jobs: few units, so a coarser bar (six clean jobs of a child
@@ -361,11 +364,12 @@ def _standing_condition(
     expected: np.ndarray,
     badness: Badness,
     config: AnalysisConfig,
+    min_span_ms: int = 0,
 ) -> bool:
     """Whether the runner's or host's (`code`, among `entity` per row) `dimension` already read bad
-    while it ran `resolve_after_executions` or more before `first_failure_ms`, failing those no more
-    than chance (p > 0.01): a condition it ran cleanly under, which does not explain failures that
-    began later."""
+    while it ran `resolve_after_executions` or more before `first_failure_ms`, the first of them at
+    least `min_span_ms` before it, failing those no more than chance (p > 0.01): a condition it ran
+    cleanly under, which does not explain failures that began later."""
     readings = np.flatnonzero(
         (getattr(frame, READER[level_name]) == code) & (frame.r_check == badness.check_of[dimension])
     )
@@ -376,7 +380,10 @@ def _standing_condition(
     under = before[
         nearest_bad(frame, readings, bad, entity[before], frame.time_ms[before], config, READER[level_name])
     ]
-    if under.size < config.resolve_after_executions:
+    if (
+        under.size < config.resolve_after_executions
+        or first_failure_ms - int(frame.time_ms[under].min()) < min_span_ms
+    ):
         return False
     return exact_p(float(frame.fail[under].sum()), int(under.size), float(expected[under].sum())) > 0.01
 
@@ -1294,8 +1301,11 @@ def _one_cause(
             expected,
             badness,
             config,
+            min_span_ms=STANDING_MIN_S * 1000,
         ):
-            continue  # it ran cleanly under that condition before: its readings say nothing of these
+            # It ran cleanly under that condition for half a day before: its readings say nothing of
+            # these failures. Readings that turned bad an hour before them are the cause coming on.
+            continue
         findings[finding.dimension] += 1
     if not findings or 2 * max(findings.values()) > findings.total():
         return True

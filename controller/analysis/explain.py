@@ -93,12 +93,15 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
             "to become sick: readings of its runners or hosts near at least half of its failures (its agents "
             "are silent there now); one dimension bad (disk, memory, clock, cache) under at least "
             f"{config.evidence_min_coverage:.0%} of them names it",
-            f"to clear: {_clean_run(config, stats, 'after the stretch ')}",
+            f"to clear: {_clean_run(config, stats, 'after the stretch ', config.resolve_after_jobs)}",
         ]
     if incident["state"] == "sick":
-        readings = "readings healthy again and " if incident["dimension"] != "unknown" else ""
+        named = incident["dimension"] != "unknown"
+        readings = "readings healthy again and " if named else ""
+        # Readings that read healthy again are evidence of their own: fewer clean jobs confirm them.
+        jobs = config.resolve_after_jobs_healed if named else config.resolve_after_jobs
         return [
-            f"to clear: {readings}{_clean_run(config, stats, '')}",
+            f"to clear: {readings}{_clean_run(config, stats, '', jobs)}",
             f"to be mere chance its p would have to exceed {stats.get('bh_bar', stats['bh_cutoff']):.2g} (the "
             f"Benjamini–Hochberg bar at its rank); it has p = {stats['p_adjusted']:.2g} "
             f"({stats['failures']} failures where {stats['expected']:.1f} were expected)",
@@ -117,13 +120,12 @@ def _burst_note(burst: dict[str, Any], config: AnalysisConfig) -> str:
     )
 
 
-def _clean_run(config: AnalysisConfig, stats: dict[str, Any], where: str) -> str:
+def _clean_run(config: AnalysisConfig, stats: dict[str, Any], where: str, jobs: int) -> str:
     excess = (stats["failures"] - stats["expected"]) / max(stats["executions"], 1)
     return (
-        f"{config.resolve_after_executions}+ executions over {config.resolve_after_jobs}+ jobs "
-        f"({config.resolve_after_jobs_healed}+ once its readings read healthy again) {where}at the "
-        f"expected failure rate, for {config.resolve_after_s // 60}+ minutes after its last failure, and "
-        f"enough of them that its excess of {excess:.1%} of executions would have shown"
+        f"{config.resolve_after_executions}+ executions over {jobs}+ jobs {where}at the expected failure "
+        f"rate, for {config.resolve_after_s // 60}+ minutes after its last failure, and enough of them "
+        f"that its excess of {excess:.1%} of executions would have shown"
     )
 
 
