@@ -662,15 +662,25 @@ def _passing_burst(
     later = np.flatnonzero((level.entity == segment.entity) & usable & (frame.time_ms > last))
     # As long a clean run as resolves a verdict: a canary image whose last twenty runs passed minutes
     # before it was rolled back never showed it ran cleanly.
-    if (
-        later.size < config.resolve_after_executions
-        or frame.jobs_in(later) < config.resolve_after_jobs
-        or int(frame.time_ms[later].max()) - last < config.resolve_after_s * 1000
-    ):
+    if not worked_a_clean_run(frame, later, last, config):
         return None
     if not _calm_around((rows[outside], later), rows[~outside], level, frame, expected, config):
         return None
     return Burst(segment.level, segment.entity, first, last, segment.failures, segment.executions)
+
+
+def worked_a_clean_run(
+    frame: Frame, rows: np.ndarray, since_ms: int, config: AnalysisConfig, jobs: int | None = None
+) -> bool:
+    """Whether `rows` (an index array, run after `since_ms`) are a clean run's worth of work: at least
+    `resolve_after_executions` executions over `jobs` jobs (`resolve_after_jobs` unless given), the
+    last `resolve_after_s` or more after `since_ms`. Where data end minutes after a failure, one job
+    of ninety tests that passed is not an entity that healed."""
+    return (
+        rows.size >= config.resolve_after_executions
+        and frame.jobs_in(rows) >= (config.resolve_after_jobs if jobs is None else jobs)
+        and int(frame.time_ms[rows].max()) - since_ms >= config.resolve_after_s * 1000
+    )
 
 
 def _calm_around(

@@ -7,8 +7,9 @@ What remains is scored per test with a Beta posterior on decayed counts, ranked 
 bound. A test that fails every run of a pool from some time on is broken (everywhere) or
 platform-specific (one pool), not flaky; one whose failures follow its runner's resource pressure is
 resource-sensitive; one that fails on one runner only is a test × runner interaction. Flaky needs
-passes and failures on the same code, on more than one runner; below the floor, a test failing far more often than the tests called healthy do between them, or
-mostly together with the tests it shares a flaky fixture with, is flaky.
+passes and failures on the same code, on more than one runner; below the floor, a test failing far
+more often than the tests called healthy do between them, or mostly together with the tests it
+shares a flaky fixture with, is flaky.
 """
 
 from __future__ import annotations

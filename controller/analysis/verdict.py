@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from common.timeutil import iso
-from controller.analysis.attribution import Cluster
+from controller.analysis.attribution import Cluster, worked_a_clean_run
 from controller.analysis.clusters import exact_p, max_segment
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.evidence import Badness, Finding, examine
@@ -338,13 +338,7 @@ def _resolved_at(
     after = np.flatnonzero(
         (level.entity == entity) & (frame.time_ms >= end_ms) & (frame.time_ms <= as_of_ms) & usable
     )
-    # Cleanly for a while, not one clean job: where data end minutes after the last failure, one job
-    # of ninety tests that passed is not a host that healed.
-    if (
-        after.size < config.resolve_after_executions
-        or frame.jobs_in(after) < min_jobs
-        or int(frame.time_ms[after].max()) - last_failure_ms < config.resolve_after_s * 1000
-    ):
+    if not worked_a_clean_run(frame, after, last_failure_ms, config, min_jobs):
         return None
     o, x = float(frame.fail[after].sum()), float(expected[after].sum())
     # Twice its tests' rate is not clean, unless that is a handful of failures in thousands of runs:
@@ -407,11 +401,7 @@ def _retired(
     machine = frame.cols["machine"]
     hosts = np.unique(machine[mine])
     after = np.flatnonzero(np.isin(machine, hosts) & (frame.time_ms > last) & (frame.time_ms <= as_of_ms))
-    if (
-        after.size < config.resolve_after_executions
-        or frame.jobs_in(after) < config.resolve_after_jobs
-        or int(frame.time_ms[after].max()) - last < config.resolve_after_s * 1000
-    ):
+    if not worked_a_clean_run(frame, after, last, config):
         return None
     return last, (
         f"retired: not run since {iso(last)}; its {hosts.size} hosts have run "
