@@ -692,20 +692,21 @@ def _calm_around(
     config: AnalysisConfig,
 ) -> bool:
     """Whether the entity failed no more than chance on each side of its burst's hour: outside it in
-    the stretch, and after it. Where the hour struck several of its children, the child failing most
-    beyond chance on those sides is left out of them: a pool's hour of broken network beside one of
-    its runners falling sick on its own is that hour, and that runner, each judged for itself."""
+    the stretch, and after it. Where the hour struck several of its children, the children failing
+    beyond chance on those sides are left out of them, as long as they are fewer than half and the
+    hour was mostly the others': a pool's hour of broken network beside one or two of its runners
+    falling sick on their own is that hour, and those runners, each judged for itself."""
 
     child = level.child
 
-    def calm(without: int | None) -> bool:
+    def calm(without: np.ndarray) -> bool:
         for side in sides:
-            kept = side if without is None or child is None else side[child[side] != without]
+            kept = side if child is None else side[~np.isin(child[side], without)]
             if not _within_chance(int(frame.fail[kept].sum()), float(expected[kept].sum()), config):
                 return False
         return True
 
-    if calm(None):
+    if calm(np.zeros(0, np.int64)):
         return True
     if child is None:
         return False
@@ -714,12 +715,17 @@ def _calm_around(
     if struck.size < 2 or both.size == 0:
         return False
     children, child_of = np.unique(child[both], return_inverse=True)
-    excess = np.bincount(child_of, weights=frame.fail[both] - expected[both], minlength=children.size)
-    worst = int(children[int(np.argmax(excess))])
-    # The hour is the children's together, not the worst one's alone.
-    if counts[struck == worst].sum() * 2 > counts.sum():
+    failures = np.bincount(child_of, weights=frame.fail[both], minlength=children.size)
+    expected_of = np.bincount(child_of, weights=expected[both], minlength=children.size)
+    own = children[
+        [not _within_chance(int(f), float(x), config) for f, x in zip(failures, expected_of, strict=True)]
+    ]
+    if own.size == 0:
+        own = children[[int(np.argmax(failures - expected_of))]]
+    # The hour is the children's together, not theirs alone; and a sick pool is most of its children.
+    if counts[np.isin(struck, own)].sum() * 2 > counts.sum() or own.size * 2 >= children.size:
         return False
-    return calm(worst)
+    return calm(own)
 
 
 def _shared_burst(burst: Burst, level: Level, frame: Frame, usable: np.ndarray) -> np.ndarray:

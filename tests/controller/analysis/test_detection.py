@@ -1004,6 +1004,67 @@ def test_an_hour_that_struck_a_whole_pool_is_a_burst_of_each_image_beside_a_sick
     assert {("image", "win-a"), ("image", "win-b")} <= {(b["kind"], b["entity"]) for b in analysis.bursts}
 
 
+def _pool_hour_then_two_sick_runners(seed: int, struck: tuple[str, ...]) -> Frame:
+    """Eight arm and twelve x64 workers, a 12-test job each every 20 minutes for six days, every test
+    failing one run in 250. For 45 minutes at 36 h the `struck` arm workers fail nine tests in ten
+    (their network); from 100 h on a2 and a5 fail three runs in ten, each sick on its own."""
+    rng = np.random.default_rng(seed)
+    rows: list[tuple[object, ...]] = []
+    start = 1_796_287_200_000
+    workers = [("arm", f"a{i}") for i in range(1, 9)] + [("x64", f"x{i}") for i in range(1, 13)]
+    for round_ in range(6 * 72):
+        hours = round_ / 3
+        for number, (pool, worker) in enumerate(workers):
+            job = f"{worker}-{round_}"
+            for test in range(12):
+                failed = rng.random() < 0.004
+                if worker in struck and 36 <= hours < 36.75 and test < 9:
+                    failed |= rng.random() < 0.9
+                if worker in ("a2", "a5") and hours >= 100:
+                    failed |= rng.random() < 0.3
+                at = start + round_ * 1_200_000 + number * 7000 + test * 1000
+                outcome = "failed" if failed else "passed"
+                test_id = f"tests/{pool}.py::test_{test}"
+                host = f"{worker}-host"
+                rows.append(
+                    (
+                        len(rows) + 1,
+                        at,
+                        outcome,
+                        False,
+                        test_id,
+                        worker,
+                        host,
+                        pool,
+                        pool,
+                        None,
+                        job,
+                        job,
+                        "c0ffee",
+                    )
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("seed", "struck"), [(1, "a1 a2 a3 a4 a5 a6 a7 a8"), (2, "a1 a3 a4 a6"), (3, "a1 a3 a4 a6")]
+)
+def test_an_hour_that_struck_a_pool_stays_a_burst_when_two_of_its_runners_fall_sick_days_later(
+    seed: int, struck: str
+) -> None:
+    # The pool's hour, and later two runners sick on their own: after the hour, the pool fails
+    # beyond chance only through those two. Counted against the hour, they made it a pool incident
+    # (a held-out fleet: a one-pool network outage, then a bad image and a sick host there
+    # days later). Left out, the hour is a burst of the pool, and the runners are judged for
+    # themselves. Fleet outages are left out of the picture: the pool is too small a share for one.
+    config = AnalysisConfig(outage_min_runners=1000, outage_min_share=1.0)
+    analysis = analyse(_pool_hour_then_two_sick_runners(seed, tuple(struck.split())), config=config)
+    assert {(i["kind"], i["entity"]) for i in analysis.incidents} == {("runner", "a2"), ("runner", "a5")}
+    assert ("pool", "arm") in {(b["kind"], b["entity"]) for b in analysis.bursts}
+
+
 def _two_jobs_crash_half_way(seed: int, disk_readings_bad: bool) -> Fleet:
     """linux-03's jobs a day and two days in lose their workspace half-way: every test they had left
     fails at once. With `disk_readings_bad`, its disk reads full from 20 h on."""
