@@ -1159,9 +1159,11 @@ def _read_while_failing(
 ) -> bool:
     """Whether most of these failures have one of these readings speaking for them: taken at most
     `reading_stale_s` before. An agent that fell silent before its runner's failures says nothing of
-    them, neither a cause nor healthy."""
+    them, neither a cause nor healthy; nor does a runner with no agent at all."""
     read_at = np.sort(frame.r_time_ms[readings])
     times = frame.time_ms[failed]
+    if read_at.size == 0:
+        return False
     latest = np.searchsorted(read_at, times, side="right") - 1
     spoken = (latest >= 0) & (times - read_at[np.maximum(latest, 0)] <= config.reading_stale_s * 1000)
     return bool(2 * int(spoken.sum()) > times.size)

@@ -497,6 +497,19 @@ def test_a_full_disk_under_two_runners_one_of_whose_agents_fell_silent_is_the_ho
     assert _called_on_two_runner_hosts(2.0, events, seed) == {("machine", "arm-vm-02", "disk")}
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_host_whose_memory_fails_beside_a_runner_without_an_agent_is_judged(seed: int) -> None:
+    # A held-out fleet stopped its analysis for good: arm-vm-02 ran out of memory while its other
+    # runner, arm-04, never had an agent. Asking whether arm-04's readings spoke for its failures
+    # indexed an empty list of readings, and every later pass raised IndexError.
+    events: tuple[Event, ...] = (
+        SickMachine("arm-vm-02", "memory", onset=timedelta(hours=30), fail_prob=0.03),
+        SilentAgent("arm-04"),
+        *(FlakyTest(test, p=0.03, pool="arm") for test in range(0, 120, 2)),
+    )
+    assert _called_on_two_runner_hosts(3.0, events, seed) == {("machine", "arm-vm-02", "memory")}
+
+
 def _called_on_two_runner_hosts(
     days: float, events: tuple[Event, ...], seed: int, idle_from: timedelta | None = None
 ) -> set[tuple[str, str, str]]:
