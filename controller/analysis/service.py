@@ -63,6 +63,7 @@ class AnalysisService:
         self.source = "none"  # what `latest` is: this replica's pass, or the leader's stored snapshot
         self.last_run_at: float | None = None
         self.last_duration_s: float | None = None
+        self.last_error: str | None = None  # why the last pass failed, until one succeeds
         self._snapshot: Analysis | None = None
         self._snapshot_key: tuple[int, ...] | None = None
         self._dirty = threading.Event()
@@ -80,11 +81,22 @@ class AnalysisService:
     # -- what reads call ------------------------------------------------------------------------------
 
     def refresh(self, force: bool = False) -> Analysis:
-        """Catch up with everything stored so far; returns the analysis that covers it."""
+        """Catch up with everything stored so far; returns the analysis that covers it.
+
+        Where the pass fails, a read is served the last verdicts (`status()` says why they are behind)
+        rather than an error for as long as the cause lasts; a forced pass, asked for explicitly,
+        raises."""
         with self._lock:
-            if self.leads():
-                return self._pass(force)
-            return self._follow(fresh=True, force=force)
+            try:
+                if self.leads():
+                    return self._pass(force)
+                return self._follow(fresh=True, force=force)
+            except Exception as error:
+                log.exception("analysis pass failed; serving the verdicts as of %s", self.latest.as_of_ms)
+                self._failed(error)
+                if force:
+                    raise
+                return self.latest
 
     def served(self) -> Analysis:
         """The verdicts as they stand, without analysing on the caller's time."""
@@ -135,6 +147,7 @@ class AnalysisService:
                 log.warning("verdicts not stored: %s", lost)
         self.last_duration_s = time.perf_counter() - started
         self.last_run_at = time.time()
+        self.last_error = None
         self.metrics.analysis_seconds.observe(self.last_duration_s)
         self.metrics.analysis_last_success.set(self.last_run_at)
         self._export_gauges(analysis)
@@ -234,10 +247,14 @@ class AnalysisService:
         try:
             with self._lock:
                 self._pass(False)
-        except Exception:
-            self.metrics.analysis_failures.inc()
-            self.mark_dirty()  # what this pass did not cover, the next one must
+        except Exception as error:
+            self._failed(error)
             raise
+
+    def _failed(self, error: Exception) -> None:
+        self.metrics.analysis_failures.inc()
+        self.mark_dirty()  # what this pass did not cover, the next one must
+        self.last_error = f"{type(error).__name__}: {error}"
 
     def status(self) -> dict[str, Any]:
         return {
@@ -247,6 +264,7 @@ class AnalysisService:
             "last_run_at": self.last_run_at,
             "last_duration_s": self.last_duration_s,
             "pending": self._dirty.is_set(),
+            "last_error": self.last_error,
             "hypotheses": self.latest.hypotheses,
             "bh_cutoff": self.latest.bh_cutoff,
             "source": self.source,

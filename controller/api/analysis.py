@@ -191,5 +191,11 @@ async def run_analysis(
     request: Request, _p: Annotated[Principal, Depends(require(*INGEST_ROLES, *READ_ROLES))]
 ) -> dict[str, Any]:
     """Analyse everything stored so far and answer when done (what `runnerctl import` waits on)."""
-    await run_in_threadpool(service(request).refresh, True)
+    try:
+        await run_in_threadpool(service(request).refresh, True)
+    except Exception as error:
+        # Logged with its traceback by the service; the caller learns the verdicts did not catch up.
+        raise ApiError(
+            500, f"the analysis failed ({type(error).__name__}: {error}); reads serve the last verdicts"
+        ) from error
     return analysis_status(request, _p)

@@ -1,0 +1,60 @@
+"""The analysis service when a pass fails: reads keep the last verdicts and say why they are behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from common.results import TestResult
+from controller.analysis import service as service_module
+from controller.analysis.service import AnalysisService
+from controller.db.engine import make_engine
+from controller.db.schema import migrate
+from controller.ingest.results import store_results
+from controller.metrics import Metrics
+from tests.controller.api.test_ingest import result
+
+RESULTS = TypeAdapter(list[TestResult])
+
+
+def _store(engine: Any, minute: int) -> None:
+    records = [
+        result(f"tests/test_io.py::test_{n}", outcome="passed", time=f"2026-09-21T10:{minute:02d}:{n:02d}Z")
+        for n in range(5)
+    ]
+    with engine.begin() as conn:
+        store_results(conn, RESULTS.validate_python(records), 0)
+
+
+def test_a_failing_pass_leaves_reads_the_last_verdicts_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'controller.db'}")
+    migrate(engine)
+    _store(engine, 0)
+    metrics = Metrics()
+    service = AnalysisService(engine, metrics)
+    first = service.refresh()
+    assert first.as_of_ms > 0 and service.status()["last_error"] is None
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise IndexError("index 0 is out of bounds for axis 0 with size 0")
+
+    monkeypatch.setattr(service_module, "analyse", broken)
+    _store(engine, 5)
+    service.mark_dirty()
+    assert service.refresh() is first  # what a read gets: the verdicts it had, not an error
+    status = service.status()
+    assert status["last_error"] == "IndexError: index 0 is out of bounds for axis 0 with size 0"
+    assert status["pending"] is True
+    assert status["as_of"] == first.as_of_ms
+    with pytest.raises(IndexError):  # what `POST /v1/analysis/run` asks: it must not pass for done
+        service.refresh(force=True)
+
+    monkeypatch.undo()
+    caught_up = service.refresh()
+    assert caught_up.as_of_ms > first.as_of_ms
+    assert service.status()["last_error"] is None
