@@ -14,6 +14,7 @@ shares a flaky fixture with, is flaky.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -370,12 +371,16 @@ def _broken_or_platform(
     failing: dict[int, int] = {}
     share: dict[int, str] = {}
     spread: set[int] = set()  # pools where it fails on two runners or more
+    failed_rows = []
+    changed = False  # whether a failing pool passed it before it began failing
     for pool in np.unique(pools):
         in_pool = pools == pool
         sub = keep[in_pool]
         since = _failing_since(frame.fail[sub], config)
         if since is not None:
             stretch, ran = sub[since:], where[in_pool][since:]
+            failed_rows.append(stretch[frame.fail[stretch]])
+            changed |= since > 0
             failing[int(pool)] = int(frame.time_ms[stretch[0]])
             share[int(pool)] = f"{int(frame.fail[stretch].sum())} of {stretch.size}"
             if np.unique(ran[frame.fail[stretch]]).size >= 2:
@@ -387,12 +392,18 @@ def _broken_or_platform(
             or _broken_by_commit(frame, keep, config)
         )
     start = min(failing.values())
+    failed_code = _code_of(frame, np.concatenate(failed_rows))
+    others = {int(p): keep[(pools == p) & (frame.time_ms[keep] >= start)] for p in np.unique(pools)}
+    code_bound = changed or _fails_the_same_code(frame, others, failing, failed_code)
     passing = []
+    elsewhere = []  # pools that ran it since on other code only (a release branch's pool): no evidence
     for pool in np.unique(pools):
         if int(pool) in failing:
             continue
-        later = keep[(pools == pool) & (frame.time_ms[keep] >= start)]
-        if later.size >= config.broken_min_runs and frame.fail[later].mean() < 0.5:
+        later = _on_code(frame, others[int(pool)], failed_code, code_bound)
+        if later is None or frame.fail[later].mean() >= 0.5:
+            elsewhere.append(int(pool))  # other code only, or failing on the same code too
+        elif later.size >= config.broken_min_runs:
             passing.append(int(pool))
     names = ", ".join(sorted(frame.name("pool", p) or "?" for p in failing))
     if passing:
@@ -401,7 +412,7 @@ def _broken_or_platform(
         if not spread:
             return _fails_mostly_on_some_pools(frame, keep, where, config)
         return _platform(frame, {p: share[p] for p in spread}, start, passing)
-    if len(failing) == np.unique(pools[frame.time_ms[keep] >= start]).size:
+    if len(failing) + len(elsewhere) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
     return _fails_mostly_on_some_pools(frame, keep, where, config) or _broken_by_commit(frame, keep, config)
 
@@ -416,6 +427,8 @@ def _fails_mostly_on_some_pools(
     is arm's, letting a run through now and then."""
     pools = frame.cols["pool"][keep]
     failing: dict[int, tuple[int, str]] = {}
+    failed_rows = []
+    changed = False
     for pool in np.unique(pools):
         in_pool = pools == pool
         sub = keep[in_pool]
@@ -425,6 +438,8 @@ def _fails_mostly_on_some_pools(
         stretch = sub[since:]
         if np.unique(where[in_pool][since:][frame.fail[stretch]]).size < 2:
             continue
+        failed_rows.append(stretch[frame.fail[stretch]])
+        changed |= since > 0
         failing[int(pool)] = (
             int(frame.time_ms[stretch[0]]),
             f"{int(frame.fail[stretch].sum())} of {stretch.size}",
@@ -432,11 +447,16 @@ def _fails_mostly_on_some_pools(
     if not failing:
         return None
     start = min(since for since, _ in failing.values())
+    failed_code = _code_of(frame, np.concatenate(failed_rows))
+    others = {int(p): keep[(pools == p) & (frame.time_ms[keep] >= start)] for p in np.unique(pools)}
+    code_bound = changed or _fails_the_same_code(frame, others, failing, failed_code)
     passing = []
     for pool in np.unique(pools[frame.time_ms[keep] >= start]):
         if int(pool) in failing:
             continue
-        later = keep[(pools == pool) & (frame.time_ms[keep] >= start)]
+        later = _on_code(frame, others[int(pool)], failed_code, code_bound)
+        if later is None:
+            continue  # it ran other code there: neither for nor against the platform
         if later.size < 2 * config.broken_min_runs and not frame.fail[later].any():
             continue  # a pool that ran it a few times and passed tells nothing either way
         if (
@@ -448,6 +468,41 @@ def _fails_mostly_on_some_pools(
     if not passing:
         return None
     return _platform(frame, {p: share for p, (_, share) in failing.items()}, start, passing)
+
+
+def _code_of(frame: Frame, rows: np.ndarray) -> np.ndarray | None:
+    """The commits these runs tested, or None where any is unknown (nothing can be told by code)."""
+    commits = frame.cols["commit"][rows]
+    return None if (commits < 0).any() else np.unique(commits)
+
+
+def _fails_the_same_code(
+    frame: Frame, runs: dict[int, np.ndarray], failing: Collection[int], code: np.ndarray | None
+) -> bool:
+    """Whether a pool other than the failing ones fails most of its runs of the failing runs' commits."""
+    for pool, rows in runs.items():
+        if pool in failing or code is None or (frame.cols["commit"][rows] < 0).any():
+            continue
+        shared = rows[np.isin(frame.cols["commit"][rows], code)]
+        if shared.size and frame.fail[shared].mean() >= 0.5:
+            return True
+    return False
+
+
+def _on_code(frame: Frame, rows: np.ndarray, code: np.ndarray | None, code_bound: bool) -> np.ndarray | None:
+    """The runs of a pool that tell whether it passes what the failing pools failed: those that tested
+    a commit of `code`, the failing runs' commits. Where it ran none of them: None where the failures
+    follow the code (`code_bound`: the failing pools passed it before, or another pool fails those
+    commits too), since a pool that only runs a release branch without the breaking commit tells
+    nothing of platforms; else all of its runs, since a platform fails whatever the commit. Where
+    commits are unknown, all of its runs (None where it ran none)."""
+    commits = frame.cols["commit"][rows]
+    if code is None or (commits < 0).any():
+        return rows if rows.size else None
+    shared = rows[np.isin(commits, code)]
+    if shared.size:
+        return shared
+    return None if code_bound or rows.size == 0 else rows
 
 
 def _platform(frame: Frame, shares: dict[int, str], start: int, passing: list[int]) -> tuple[str, str]:

@@ -234,6 +234,43 @@ def test_a_platform_test_is_that_platforms_though_a_small_pool_ran_it_a_few_time
     assert "on pool gpu" in score["reason"]
 
 
+def _main_and_release(broken_on: str) -> Frame:
+    """Three days of one test on arm and linux, which run main's commits and now and then the release
+    branch's, and on the release pool, which runs only the branch's. `broken_on` "main": a commit at
+    36 h breaks it on main; "release": the branch has been broken since before the data."""
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    test = "tests/test_api.py::test_login"
+    for k in range(216):
+        at, hours = start + k * 1_200_000, k / 3
+        for number, pool in enumerate(("arm", "linux", "release")):
+            branch = "release" if pool == "release" or k % 9 == number else "main"
+            commit = f"{branch[0]}{k // 2:03d}"
+            failed = (broken_on == "main" and branch == "main" and hours >= 36) or (
+                broken_on == "release" and branch == "release"
+            )
+            runner = f"{pool}-{k % 3 + 1}"
+            place = (runner, f"{runner}-vm", pool, f"{pool}-image", False)
+            rows.append(
+                _row(
+                    len(rows) + 1, at + number * 1000, failed, test, place, 3 * k + number, f"run-{k}", commit
+                )
+            )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize("broken_on", ["main", "release"])
+def test_a_test_broken_on_one_branch_is_broken_not_the_other_pools_platform(broken_on: str) -> None:
+    # A held-out fleet ran its release branch on a pool of its own. A test main broke failed on
+    # every other pool and passed on that one; one the branch broke failed there, and on the other
+    # pools' runs of the branch's commits. Each was called the platform of the pools it failed on.
+    # The passing pool ran other code, or the same code failed elsewhere too: the code broke it.
+    (score,) = analyse(_main_and_release(broken_on)).tests
+    assert score["verdict"] == "broken", score["reason"]
+
+
 def _two_runner_shard(failing_on: dict[str, set[int]]) -> Frame:
     """A hard shard that label routing sends to two runners, hard-1 and hard-2, in turn: 180 runs of
     one test, its failures at the runs in `failing_on` of each (numbered 0-89 per runner)."""
