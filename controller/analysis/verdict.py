@@ -440,17 +440,25 @@ def _healthy_since(
 
 def _relapsed(times: np.ndarray, bad: np.ndarray, healed_ms: int) -> bool:
     """Whether readings in time order went bad again (twice or more in a row) after reading healthy
-    for `healed_ms` or longer."""
+    for `healed_ms` or longer — unless they have read healthy since the last relapse for over twice
+    as long as they ever did between relapses: a disk that filled every few hours and was cleaned,
+    until its job was fixed, has been healed since it stopped filling, days ago."""
     starts = np.flatnonzero(np.diff(bad.astype(np.int8), prepend=np.int8(-1)) != 0)
     stops = np.append(starts[1:], bad.size)
-    healed = False
+    healed = relapsed = False
+    longest_between = 0
     for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
         if not bad[start]:
             next_bad = times[stop] if stop < bad.size else times[-1]
+            if stop < bad.size:
+                longest_between = max(longest_between, int(next_bad) - int(times[start]))
             healed = healed or int(next_bad) - int(times[start]) >= healed_ms
         elif healed and stop - start >= 2:
-            return True
-    return False
+            relapsed = True
+    if not relapsed:
+        return False
+    final_healthy = int(times[-1]) - int(times[starts[-1]]) if not bad[-1] else 0
+    return final_healthy <= 2 * longest_between
 
 
 def _passed_elsewhere(

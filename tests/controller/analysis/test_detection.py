@@ -867,6 +867,32 @@ def test_a_runner_whose_disk_fills_again_after_it_was_freed_is_not_healed(seed: 
     assert called == {("runner", "linux-03", "sick", "disk")}
 
 
+@pytest.mark.parametrize("seed", [1, 3, 5])
+def test_a_disk_that_stopped_filling_days_ago_is_healed(seed: int) -> None:
+    # A held-out fleet's disk filled every few hours and was cleaned, failing jobs while full, until
+    # its job was fixed; for days after it read healthy and its runner passed everything. Its
+    # readings had gone bad again after the last failure (twice, with no job caught while full), a
+    # relapse that kept it sick to the end. Healthy far longer than ever between fills, it healed.
+    scenario = Scenario(
+        duration_days=3.0,
+        events=(
+            *(
+                SickRunner("linux-03", "disk", onset=timedelta(hours=h), end=timedelta(hours=h + 2))
+                for h in (20, 24)
+            ),
+            *(
+                WarningRunner("linux-03", "disk", start=timedelta(hours=h), end=timedelta(hours=h + 2))
+                for h in (28, 32, 36, 40)
+            ),
+        ),
+    )
+    called = {
+        (i["kind"], i["entity"], i["state"], i["dimension"])
+        for i in analyse(frame_of(simulate(scenario, seed=seed))).incidents
+    }
+    assert called == {("runner", "linux-03", "resolved", "disk")}
+
+
 def _weak_clock(seed: int, *, agent_silent: bool) -> Analysis:
     # linux-05's clock skews at 20 h and one in forty of its time-sensitive tests fail from then: under
     # 1% of its executions beyond expected, the effect-size floor for failures alone.
