@@ -392,19 +392,13 @@ def _broken_or_platform(
             or _broken_by_commit(frame, keep, config)
         )
     start = min(failing.values())
-    failed_code = _code_of(frame, np.concatenate(failed_rows))
-    others = {int(p): keep[(pools == p) & (frame.time_ms[keep] >= start)] for p in np.unique(pools)}
-    code_bound = changed or _fails_the_same_code(frame, others, failing, failed_code)
     passing = []
     elsewhere = []  # pools that ran it since on other code only (a release branch's pool): no evidence
-    for pool in np.unique(pools):
-        if int(pool) in failing:
-            continue
-        later = _on_code(frame, others[int(pool)], failed_code, code_bound)
+    for pool, later in _runs_judged(frame, keep, start, failing, failed_rows, changed).items():
         if later is None or frame.fail[later].mean() >= 0.5:
-            elsewhere.append(int(pool))  # other code only, or failing on the same code too
+            elsewhere.append(pool)  # other code only, or failing on the same code too
         elif later.size >= config.broken_min_runs:
-            passing.append(int(pool))
+            passing.append(pool)
     names = ", ".join(sorted(frame.name("pool", p) or "?" for p in failing))
     if passing:
         # A pool's platform, not one runner's problem with the test (an interaction, or the only
@@ -447,14 +441,8 @@ def _fails_mostly_on_some_pools(
     if not failing:
         return None
     start = min(since for since, _ in failing.values())
-    failed_code = _code_of(frame, np.concatenate(failed_rows))
-    others = {int(p): keep[(pools == p) & (frame.time_ms[keep] >= start)] for p in np.unique(pools)}
-    code_bound = changed or _fails_the_same_code(frame, others, failing, failed_code)
     passing = []
-    for pool in np.unique(pools[frame.time_ms[keep] >= start]):
-        if int(pool) in failing:
-            continue
-        later = _on_code(frame, others[int(pool)], failed_code, code_bound)
+    for pool, later in _runs_judged(frame, keep, start, failing, failed_rows, changed).items():
         if later is None:
             continue  # it ran other code there: neither for nor against the platform
         if later.size < 2 * config.broken_min_runs and not frame.fail[later].any():
@@ -464,29 +452,45 @@ def _fails_mostly_on_some_pools(
             or frame.fail[later].mean() > config.platform_max_elsewhere
         ):
             return None
-        passing.append(int(pool))
+        passing.append(pool)
     if not passing:
         return None
     return _platform(frame, {p: share for p, (_, share) in failing.items()}, start, passing)
 
 
-def _code_of(frame: Frame, rows: np.ndarray) -> np.ndarray | None:
-    """The commits these runs tested, or None where any is unknown (nothing can be told by code)."""
+def _runs_judged(
+    frame: Frame,
+    keep: np.ndarray,
+    start: int,
+    failing: Collection[int],
+    failed_rows: list[np.ndarray],
+    changed: bool,
+) -> dict[int, np.ndarray | None]:
+    """Per pool that ran the test since `start`, other than the `failing` ones: the runs it is judged
+    on (`_on_code`), or None where they tell nothing of platforms. `changed`: whether a failing pool
+    passed it before it began failing."""
+    pools = frame.cols["pool"][keep]
+    since = frame.time_ms[keep] >= start
+    runs = {int(p): keep[since & (pools == p)] for p in np.unique(pools[since]) if int(p) not in failing}
+    commits = frame.cols["commit"][np.concatenate(failed_rows)]
+    code = None if (commits < 0).any() else np.unique(commits)
+    # Another pool failing the same commits too: the failures follow the code.
+    code_bound = changed or any(
+        (shared := _runs_on(frame, rows, code)) is not None
+        and shared.size > 0
+        and frame.fail[shared].mean() >= 0.5
+        for rows in runs.values()
+    )
+    return {pool: _on_code(frame, rows, code, code_bound) for pool, rows in runs.items()}
+
+
+def _runs_on(frame: Frame, rows: np.ndarray, code: np.ndarray | None) -> np.ndarray | None:
+    """Those of these runs that tested a commit of `code`; None where commits are unknown on either side."""
     commits = frame.cols["commit"][rows]
-    return None if (commits < 0).any() else np.unique(commits)
-
-
-def _fails_the_same_code(
-    frame: Frame, runs: dict[int, np.ndarray], failing: Collection[int], code: np.ndarray | None
-) -> bool:
-    """Whether a pool other than the failing ones fails most of its runs of the failing runs' commits."""
-    for pool, rows in runs.items():
-        if pool in failing or code is None or (frame.cols["commit"][rows] < 0).any():
-            continue
-        shared = rows[np.isin(frame.cols["commit"][rows], code)]
-        if shared.size and frame.fail[shared].mean() >= 0.5:
-            return True
-    return False
+    if code is None or (commits < 0).any():
+        return None
+    shared: np.ndarray = rows[np.isin(commits, code)]
+    return shared
 
 
 def _on_code(frame: Frame, rows: np.ndarray, code: np.ndarray | None, code_bound: bool) -> np.ndarray | None:
@@ -495,14 +499,11 @@ def _on_code(frame: Frame, rows: np.ndarray, code: np.ndarray | None, code_bound
     follow the code (`code_bound`: the failing pools passed it before, or another pool fails those
     commits too), since a pool that only runs a release branch without the breaking commit tells
     nothing of platforms; else all of its runs, since a platform fails whatever the commit. Where
-    commits are unknown, all of its runs (None where it ran none)."""
-    commits = frame.cols["commit"][rows]
-    if code is None or (commits < 0).any():
-        return rows if rows.size else None
-    shared = rows[np.isin(commits, code)]
-    if shared.size:
-        return shared
-    return None if code_bound or rows.size == 0 else rows
+    commits are unknown, all of its runs."""
+    shared = _runs_on(frame, rows, code)
+    if shared is None or shared.size:
+        return rows if shared is None else shared
+    return None if code_bound else rows
 
 
 def _platform(frame: Frame, shares: dict[int, str], start: int, passing: list[int]) -> tuple[str, str]:
