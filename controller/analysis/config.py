@@ -225,6 +225,11 @@ class AnalysisConfig(BaseModel):
         default=0.8, description="share of failures on one runner above which it is an interaction"
     )
     broken_min_runs: int = 5
+    broken_code_p: float = Field(
+        default=1e-6,
+        description="commits failing in every job they ran in, this unlikely at the test's rate: broken on "
+        "that code (a release branch), not flaky",
+    )
     broken_min_rate: float = 0.95
     broken_long_min_rate: float = Field(
         default=0.8,

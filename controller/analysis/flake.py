@@ -5,11 +5,11 @@ attributed, but not charged to the test — unless the test failed inside that i
 than it fails elsewhere: a flaky test keeps its own failures on a machine that was sick beside it.
 What remains is scored per test with a Beta posterior on decayed counts, ranked by its conservative
 bound. A test that fails every run of a pool from some time on is broken (everywhere) or
-platform-specific (one pool), not flaky; one whose failures follow its runner's resource pressure is
-resource-sensitive; one that fails on one runner only is a test × runner interaction. Flaky needs
-passes and failures on the same code, on more than one runner; below the floor, a test failing far
-more often than the tests called healthy do between them, or mostly together with the tests it
-shares a flaky fixture with, is flaky.
+platform-specific (one pool), not flaky, and so is one failing every job of some commits only; one
+whose failures follow its runner's resource pressure is resource-sensitive; one that fails on one
+runner only is a test × runner interaction. Flaky needs passes and failures on the same code, on
+more than one runner; below the floor, a test failing far more often than the tests called healthy
+do between them, or mostly together with the tests it shares a flaky fixture with, is flaky.
 """
 
 from __future__ import annotations
@@ -390,6 +390,7 @@ def _broken_or_platform(
             _fails_mostly_on_some_pools(frame, keep, where, config)
             or _was_broken(frame, keep, config)
             or _broken_by_commit(frame, keep, config)
+            or _broken_on_some_commits(frame, keep, config)
         )
     start = min(failing.values())
     passing = []
@@ -408,7 +409,11 @@ def _broken_or_platform(
         return _platform(frame, {p: share[p] for p in spread}, start, passing)
     if len(failing) + len(elsewhere) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
-    return _fails_mostly_on_some_pools(frame, keep, where, config) or _broken_by_commit(frame, keep, config)
+    return (
+        _fails_mostly_on_some_pools(frame, keep, where, config)
+        or _broken_by_commit(frame, keep, config)
+        or _broken_on_some_commits(frame, keep, config)
+    )
 
 
 def _fails_mostly_on_some_pools(
@@ -577,6 +582,49 @@ def _broken_by_commit(frame: Frame, keep: np.ndarray, config: AnalysisConfig) ->
     if stops[best] == codes.size:
         return "broken", f"fails every run of the {count} commits first seen since {since}"
     return "broken", f"failed every run of {count} consecutive commits from {since}, passing on later ones"
+
+
+def _broken_on_some_commits(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> tuple[str, str] | None:
+    """Broken by some code only — a release branch's commits, interleaved in time with the commits it
+    passes on: the commits it failed in every job they ran in, on several runners, are far more than
+    its failure rate makes likely. A job counts once, however many times it retried the test.
+
+    Under chance, a commit run in n jobs fails all of them with probability rate**n. For each k, the
+    commits run in k jobs or more that failed in all are counted against that expectation (Poisson);
+    the most telling k decides, Bonferroni-corrected over the k tried."""
+    commits = frame.cols["commit"][keep]
+    if commits.size == 0 or (commits < 0).any():
+        return None
+    # One entry per (commit, job): failed when every attempt in the job failed.
+    jobs_of, row_job = np.unique(
+        np.stack([commits.astype(np.int64), frame.units_of(keep)]), axis=1, return_inverse=True
+    )
+    row_job = row_job.ravel()
+    job_failed = np.bincount(row_job, weights=~frame.fail[keep]) == 0
+    _, job_commit = np.unique(jobs_of[0], return_inverse=True)
+    jobs = np.bincount(job_commit)
+    all_failed = np.bincount(job_commit, weights=job_failed) >= jobs
+    rate = float(job_failed.mean())
+    on_broken = all_failed[job_commit][row_job]  # per row: its commit failed in every job
+    if (
+        rate >= 0.5
+        or jobs[all_failed].sum() < 2 * config.broken_min_runs
+        or np.unique(frame.cols["runner"][keep[on_broken]]).size < 2
+    ):
+        return None
+    tried = [k for k in range(2, int(jobs[all_failed].max()) + 1) if (all_failed & (jobs >= k)).any()]
+    best = 1.0
+    for k in tried:
+        expected = float((rate ** jobs[jobs >= k]).sum())
+        observed = int((all_failed & (jobs >= k)).sum())
+        best = min(best, float(stats.poisson.sf(observed - 1, expected)) * len(tried))
+    if best > config.broken_code_p:
+        return None
+    count = int(all_failed.sum())
+    return "broken", (
+        f"fails in every job of {count} commits ({int(jobs[all_failed].sum())} jobs) and passes on the others: "
+        f"{best:.1g} likely by chance at its rate of {rate:.1%} per job"
+    )
 
 
 def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:

@@ -271,6 +271,51 @@ def test_a_test_broken_on_one_branch_is_broken_not_the_other_pools_platform(brok
     assert score["verdict"] == "broken", score["reason"]
 
 
+def _main_beside_a_release_branch(seed: int, *, branch_broken: bool, flaky_rate: float) -> Frame:
+    """Ten days of one test on one pool of six runners: main's commits, one an hour, each run in one
+    job or two, and every 40 hours a release branch commit, run in three or four jobs on different
+    runners over the next hours, in between main's. The test fails at `flaky_rate` anywhere, and every
+    run of the branch's commits where `branch_broken`."""
+    rng = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    test = "tests/test_api.py::test_login"
+    runs: list[tuple[int, str, bool]] = []  # (time, commit, on the branch)
+    for hour in range(240):
+        for job in range(int(rng.integers(1, 3))):
+            runs.append((start + hour * 3_600_000 + job * 600_000, f"m{hour:03d}", False))
+        if hour % 40 == 5:
+            for job in range(int(rng.integers(3, 5))):
+                runs.append((start + (hour + 2 * job) * 3_600_000 + 1_800_000, f"r{hour:03d}", True))
+    runs.sort()
+    rows: list[tuple[object, ...]] = []
+    for job, (at, commit, on_branch) in enumerate(runs):
+        runner = f"linux-{int(rng.integers(1, 7))}"
+        failed = bool(rng.random() < flaky_rate) or (branch_broken and on_branch)
+        place = (runner, f"{runner}-vm", "linux", "linux-image", False)
+        rows.append(_row(len(rows) + 1, at, failed, test, place, job, f"run-{job}", commit))
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_test_broken_on_a_release_branch_run_beside_main_is_broken(seed: int) -> None:
+    # A held-out fleet ran its release branch's commits on the same pool as main's, a few jobs each,
+    # in between main's. The test failed every job of the branch's commits and passed main's, so in
+    # time order its failures never lined up, nor did the commits in the order first seen: called
+    # healthy. A commit failing in all of four jobs where the test fails one job in fifty is the code.
+    (score,) = analyse(_main_beside_a_release_branch(seed, branch_broken=True, flaky_rate=0.02)).tests
+    assert score["verdict"] == "broken", score["reason"]
+    assert "fails in every job of" in score["reason"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_a_flaky_test_whose_reruns_of_a_commit_all_failed_by_chance_is_not_broken(seed: int) -> None:
+    # One job in four fails, whatever the code: now and then a commit fails in all of its jobs.
+    (score,) = analyse(_main_beside_a_release_branch(seed, branch_broken=False, flaky_rate=0.25)).tests
+    assert score["verdict"] != "broken", score["reason"]
+
+
 def _two_runner_shard(failing_on: dict[str, set[int]]) -> Frame:
     """A hard shard that label routing sends to two runners, hard-1 and hard-2, in turn: 180 runs of
     one test, its failures at the runs in `failing_on` of each (numbered 0-89 per runner)."""
