@@ -142,11 +142,13 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
                 now = last & holders.keys()
             accepted[(pool, key, at)] = now
             last = now or last
-    # Bad only where the pool has a digest of its own to differ from.
+    lonely = _held_alone_too_long(held)
+    # Bad only where the pool has a digest of its own to differ from, or the runner's has no peer.
     held_bad = np.array(
         [
-            bool(accepted[(pool, key, at)]) and digest not in accepted[(pool, key, at)]
-            for pool, key, at, digest, _runner in held.T.tolist()
+            (bool(accepted[(pool, key, at)]) and digest not in accepted[(pool, key, at)])
+            or (pool, key, digest, runner) in lonely
+            for pool, key, at, digest, runner in held.T.tolist()
         ],
         dtype=bool,
     )
@@ -154,6 +156,41 @@ def _cache_mismatch(frame: Frame, n: int) -> np.ndarray:
     # repeated indices would keep only the last cache's verdict).
     np.logical_or.at(bad, reading, held_bad[per_reading.ravel()])
     return bad
+
+
+def _held_alone_too_long(held: np.ndarray) -> set[tuple[int, int, int, int]]:
+    """(pool, key, digest, runner) where one runner held a digest no other runner ever did, for over
+    twice as long as the pool's shared digests usually last, while another runner of the pool moved
+    through two digests or more: content of its own that the pool's routine updates passed by. A pool
+    of two has no majority to tell that by, once the content they last shared is gone from both.
+
+    `held` is the columns (pool, key, slice, digest, runner) of _cache_mismatch."""
+    spans: dict[tuple[int, int], dict[tuple[int, int], list[int]]] = {}
+    for pool, key, at, digest, runner in held.T.tolist():
+        span = spans.setdefault((pool, key), {}).setdefault((digest, runner), [at, at])
+        span[0], span[1] = min(span[0], at), max(span[1], at)
+    lonely = set()
+    for (pool, key), by_holder in spans.items():
+        holders: dict[int, int] = {}
+        for digest, _runner in by_holder:
+            holders[digest] = holders.get(digest, 0) + 1
+        shared = [
+            last - first + 1 for (digest, _), (first, last) in by_holder.items() if holders[digest] >= 2
+        ]
+        if len(shared) < 3:
+            continue
+        usual = float(np.median(shared))
+        for (digest, runner), (first, last) in by_holder.items():
+            if holders[digest] > 1 or last - first + 1 <= 2 * usual:
+                continue
+            passed_by = {
+                other
+                for (other, someone), (start, end) in by_holder.items()
+                if someone != runner and start <= last and end >= first
+            }
+            if len(passed_by) >= 2:
+                lonely.add((pool, key, digest, runner))
+    return lonely
 
 
 @dataclass

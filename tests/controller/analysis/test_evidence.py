@@ -115,3 +115,37 @@ def test_two_digests_held_by_half_the_pool_each_make_no_reading_bad() -> None:
     digest_of = {f"linux-{n}": ["a" if n < 2 else "b"] * 96 for n in range(4)}
     frame, who = _cache_frame(digest_of)
     assert _bad_cache(frame, who) == set()
+
+
+def _two_runners_rotating_daily(poisoned_days: int) -> dict[str, list[str]]:
+    """A pool of two whose cache is rebuilt every morning, the same content on both within the hour:
+    ten days of quarter hours. mac-2 holds content of its own from the 4th day's update for
+    `poisoned_days` days, then takes the pool's again."""
+    day = 96
+    digest_of = {
+        runner: [f"day{max(step - lag, 0) // day}" for step in range(10 * day)]
+        for runner, lag in (("mac-1", 0), ("mac-2", 3))
+    }
+    first, last = 4 * day + 3, (4 + poisoned_days) * day + 3
+    digest_of["mac-2"][first:last] = ["poisoned"] * (last - first)
+    return digest_of
+
+
+def test_a_poisoned_cache_in_a_pool_of_two_is_bad_while_the_other_moves_on_daily() -> None:
+    # Fourth held-out simulator, fleets 404 and 407: a pool of two, its cache rebuilt daily. Once
+    # the other runner moved on from the content both last held, no digest was the pool's and the
+    # poisoned runner's cause went unnamed. Its digest was its own for three days where the pool's
+    # lasted one.
+    frame, who = _cache_frame(_two_runners_rotating_daily(poisoned_days=3))
+    start, end = DAY0_MS + (4 * 96 + 3) * 15 * 60_000, DAY0_MS + (7 * 96 + 3) * 15 * 60_000
+    poisoned = {(r, t) for r, t in who if r == "mac-2" and start <= t < end}
+    bad = _bad_cache(frame, who)
+    assert poisoned <= bad
+    assert {(r, t) for r, t in bad if r == "mac-2"} == poisoned
+
+
+def test_a_digest_of_its_own_for_about_as_long_as_the_pools_last_is_not_bad() -> None:
+    # One rebuild that came out different on one runner, replaced with the next day's: no telling
+    # which of the two was the odd one once the content they last shared is gone.
+    frame, who = _cache_frame(_two_runners_rotating_daily(poisoned_days=1))
+    assert len({(r, t) for r, t in _bad_cache(frame, who) if r == "mac-2"}) < 48
