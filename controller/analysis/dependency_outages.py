@@ -5,9 +5,10 @@ Neither the fleet-wide look (outages.py) nor the groups' (group_outages.py) sees
 that use the service run in different jobs: no job fails many tests, and no two of them fail in the
 same job. Left alone, its failures are charged to the test (flaky), or the test is called broken for
 a stretch it did not cause. A few hours in which one test failed most of its runs
-(`dependency_min_rate`), far beyond its usual rate (binomial, p < `dependency_outage_p`), on
-`group_outage_min_hosts` hosts or more, are an outage of its dependency when it is not something
-else that fails a test that way:
+(`dependency_min_rate`), far beyond its usual rate (binomial, p < `dependency_outage_p`), on two
+hosts or more, are an outage of its dependency — with the tests whose spans overlap it, on
+`group_outage_min_hosts` hosts or more between them — when it is not something else that fails a
+test that way:
 - longer than `outage_max_s`, or the test kept failing after (over the rest of the window, or the
   day after): a broken test;
 - on one pool or image alone where it ran on several, or in jobs that failed much else besides
@@ -44,6 +45,9 @@ from controller.analysis.frame import Frame
 HOUR_MS = 3_600_000
 # How unlikely a day's failures on one side of a span must be at the other side's rate to mark a step.
 STEP_P = 1e-3
+# Hosts one test's span must fail on; its outage, with the tests whose spans overlap it, needs
+# group_outage_min_hosts between them.
+SPAN_MIN_HOSTS = 2
 # Hours before a span that may still be its outage's first, failing fewer than most runs.
 OUTAGE_RAMP_HOURS = 3
 
@@ -57,8 +61,8 @@ class DependencyOutage:
     failures: int
     executions: int
     expected: float  # failures at the tests' usual rates
-    hosts_failing: int  # most hosts failing one of the tests over its span
-    hosts_active: int  # most hosts running one of the tests over its span
+    hosts_failing: int  # hosts failing any of the tests over their spans
+    hosts_active: int  # hosts running any of the tests over their spans
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,8 @@ class _Span:
     test: int
     start_hour: int
     stop_hour: int  # exclusive
-    hosts_failing: int
-    hosts_active: int
+    hosts_failing: frozenset[int]
+    hosts_active: frozenset[int]
     clear: bool  # time-bound beyond doubt: it passed again after, and not every run failed unexplained
 
     def overlaps(self, other: _Span) -> bool:
@@ -104,9 +108,10 @@ def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConf
     spans: list[_Span] = []
     for code in np.flatnonzero(failures >= config.group_outage_min_hosts).tolist():
         mine = by_test[bounds[code] : bounds[code + 1]]
-        spans += _spans_of(frame, judged, code, mine, float(usual[code]), config)
+        # Two hosts may do for one test: the outage it shares with others needs more between them.
+        spans += _spans_of(frame, judged, code, mine, float(usual[code]), config, SPAN_MIN_HOSTS)
     spans = [span for span in spans if not _much_else_failed(frame, rows, judged, span, spans, config)]
-    return _merged(frame, rows, spans, usual)
+    return _merged(frame, rows, spans, usual, config.group_outage_min_hosts)
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,7 @@ def find_companions(
     companions = []
     for code in np.flatnonzero(failed_near >= config.group_outage_min_hosts).tolist():
         mine = by_test[bounds[code] : bounds[code + 1]]
-        for span in _spans_of(frame, judged, code, mine, float(usual[code]), relaxed):
+        for span in _spans_of(frame, judged, code, mine, float(usual[code]), relaxed, SPAN_MIN_HOSTS):
             span_ms = (span.start_hour * HOUR_MS, span.stop_hour * HOUR_MS)
             for number, (start_ms, end_ms, tests) in enumerate(anchors):
                 if code not in tests and span_ms[0] < end_ms and start_ms < span_ms[1]:
@@ -172,7 +177,13 @@ def _rows(frame: Frame, rows: np.ndarray) -> _Rows:
 
 
 def _spans_of(
-    frame: Frame, judged: _Rows, code: int, mine: np.ndarray, usual: float, config: AnalysisConfig
+    frame: Frame,
+    judged: _Rows,
+    code: int,
+    mine: np.ndarray,
+    usual: float,
+    config: AnalysisConfig,
+    min_hosts: int,
 ) -> list[_Span]:
     """Windows of up to outage_max_s in which the test failed most of its runs, far beyond its usual
     rate; overlapping ones merged. Windows, not single hours: a test run twice an hour fails on four
@@ -212,8 +223,8 @@ def _spans_of(
         if last - first > longest:
             continue  # longer than an outage lasts: broken, or a sick place, judged as such
         inside = mine[(hour >= first) & (hour <= last)]
-        failing_hosts = np.unique(judged.host[inside[judged.fail[inside]]]).size
-        if failing_hosts < config.group_outage_min_hosts:
+        failing_hosts = frozenset(np.unique(judged.host[inside[judged.fail[inside]]]).tolist())
+        if len(failing_hosts) < min_hosts:
             continue
         after = ~judged.fail[mine[hour > last]]
         recovered = after.size >= config.broken_min_runs
@@ -236,7 +247,7 @@ def _spans_of(
         bound = _commit_bound(judged, mine, inside, first * HOUR_MS, (last + 1) * HOUR_MS, config)
         if bound is True:
             continue
-        hosts_active = np.unique(judged.host[inside]).size
+        hosts_active = frozenset(np.unique(judged.host[inside]).tolist())
         clear = recovered and bound is False
         spans.append(_Span(code, first, last + 1, failing_hosts, hosts_active, clear))
     return spans
@@ -344,9 +355,12 @@ def _much_else_failed(
     return others_failing(frame, rows, attempts[attempts >= 0], beside, span_ms) > config.max_others_failing
 
 
-def _merged(frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarray) -> list[DependencyOutage]:
-    """Tests whose spans overlap share one outage, if one of them is clear; each keeps only its own
-    span's runs."""
+def _merged(
+    frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarray, min_hosts: int
+) -> list[DependencyOutage]:
+    """Tests whose spans overlap share one outage, if one of them is clear and they failed on
+    `min_hosts` hosts or more between them (a service down for an hour fails each of the seven tests
+    that call it on two or three hosts, eleven in all); each keeps only its own span's runs."""
     spans.sort(key=lambda s: (s.start_hour, s.test))
     clusters: list[list[_Span]] = []
     for span in spans:
@@ -357,7 +371,8 @@ def _merged(frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarra
     test, hour = frame.cols["test"], frame.time_ms // HOUR_MS
     outages = []
     for cluster in clusters:
-        if not any(span.clear for span in cluster):
+        hosts_failing = frozenset().union(*(span.hosts_failing for span in cluster))
+        if not any(span.clear for span in cluster) or len(hosts_failing) < min_hosts:
             continue
         mask = np.zeros(frame.size, bool)
         expected = 0.0
@@ -374,8 +389,8 @@ def _merged(frame: Frame, rows: np.ndarray, spans: list[_Span], usual: np.ndarra
                 failures=int(frame.fail[mask].sum()),
                 executions=int(mask.sum()),
                 expected=expected,
-                hosts_failing=max(s.hosts_failing for s in cluster),
-                hosts_active=max(s.hosts_active for s in cluster),
+                hosts_failing=len(hosts_failing),
+                hosts_active=len(frozenset().union(*(span.hosts_active for span in cluster))),
             )
         )
     return outages
