@@ -8,6 +8,7 @@ healthy host is never blamed for running a sick image.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -22,6 +23,7 @@ from controller.analysis.clusters import (
     breadth,
     exact_p,
     is_cluster,
+    max_segment,
     scan_entities,
 )
 from controller.analysis.config import AnalysisConfig
@@ -968,7 +970,11 @@ def _shared_core(
         return None
     pieces = _pieces(segment, frame, bins, expected, config.separating_gap_s // config.bin_s)
     if len(pieces) < 2:
-        return None
+        return (
+            _dense_core(segment, level, frame, unit, usable, expected, badness, cutoff, bins, config)
+            if note is None
+            else None
+        )
     job, fail = frame.cols["job"], frame.fail
     standing: list[tuple[Segment, tuple[str | None, int | None]]] = []
     for piece in pieces:
@@ -979,7 +985,11 @@ def _shared_core(
         if spread[0]:
             standing.append((piece, spread))
     if not standing:
-        return None
+        return (
+            _dense_core(segment, level, frame, unit, usable, expected, badness, cutoff, bins, config)
+            if note is None
+            else None
+        )
     first, last = standing[0][0].first_bin, standing[-1][0].last_bin
     rows = segment.rows
     inside = (bins[rows] >= first) & (bins[rows] <= last)
@@ -1002,6 +1012,42 @@ def _shared_core(
     core = _over(replace(segment, first_bin=first, last_bin=last), rows[inside], fail, expected)
     breadth(core, unit, job, fail, expected)
     return core, _spread_over_children(core, level, frame, unit, usable, expected, badness, cutoff, config)
+
+
+def _dense_core(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    unit: np.ndarray,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    badness: Badness,
+    cutoff: float,
+    bins: np.ndarray,
+    config: AnalysisConfig,
+) -> tuple[Segment, tuple[str | None, int | None]] | None:
+    """The stretch's densest part, where that alone is a cause its children share: a pool's file
+    server failing everything for eight hours, inside a stretch the scan ran on for days over hosts
+    and runners sick on their own, with no quiet half-day to cut it at. Scanned again at four times
+    the stretch's own ratio to its expected failures, as the onset is (verdict._onset)."""
+    rows = segment.rows
+    unique_bins, inverse = np.unique(bins[rows], return_inverse=True)
+    obs = np.bincount(inverse, weights=frame.fail[rows].astype(float))
+    exp = np.bincount(inverse, weights=expected[rows])
+    r = max(config.alternative_ratio, 4 * segment.failures / max(segment.expected, 1e-9))
+    found = max_segment(obs * math.log(r) - (r - 1) * exp)
+    if found is None:
+        return None
+    first, last = int(unique_bins[found[0]]), int(unique_bins[found[1]])
+    if (first, last) == (segment.first_bin, segment.last_bin):
+        return None
+    inside = (bins[rows] >= first) & (bins[rows] <= last)
+    core = _over(replace(segment, first_bin=first, last_bin=last), rows[inside], frame.fail, expected)
+    breadth(core, unit, frame.cols["job"], frame.fail, expected)
+    if not is_cluster(core, cutoff, config):
+        return None
+    spread = _spread_over_children(core, level, frame, unit, usable, expected, badness, cutoff, config)
+    return (core, spread) if spread[0] else None
 
 
 def _pieces(
