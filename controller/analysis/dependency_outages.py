@@ -110,7 +110,9 @@ def find_dependency_outages(frame: Frame, rows: np.ndarray, config: AnalysisConf
         mine = by_test[bounds[code] : bounds[code + 1]]
         # Two hosts may do for one test: the outage it shares with others needs more between them.
         spans += _spans_of(frame, judged, code, mine, float(usual[code]), config, SPAN_MIN_HOSTS)
-    spans = [span for span in spans if not _much_else_failed(frame, rows, judged, span, spans, config)]
+    # Only a span on as many hosts as an outage needs vouches for the tests failing beside it in a job.
+    wide = [span for span in spans if len(span.hosts_failing) >= config.group_outage_min_hosts]
+    spans = [span for span in spans if not _much_else_failed(frame, rows, judged, span, wide, config)]
     return _merged(frame, rows, spans, usual, config.group_outage_min_hosts)
 
 
