@@ -134,6 +134,10 @@ def find_clusters(
             core = _shared_core(
                 segment, note, level, frame, unit, usable, expected, badness, cutoff, bins, config
             )
+            if core is None and note is None:
+                core = _dense_core(
+                    segment, level, frame, unit, usable, expected, badness, cutoff, bins, config
+                )
             if core is not None:
                 segment, (note, common_onset) = core
             if note and not _one_cause(segment, level, frame, usable, expected, badness, config):
@@ -970,11 +974,7 @@ def _shared_core(
         return None
     pieces = _pieces(segment, frame, bins, expected, config.separating_gap_s // config.bin_s)
     if len(pieces) < 2:
-        return (
-            _dense_core(segment, level, frame, unit, usable, expected, badness, cutoff, bins, config)
-            if note is None
-            else None
-        )
+        return None
     job, fail = frame.cols["job"], frame.fail
     standing: list[tuple[Segment, tuple[str | None, int | None]]] = []
     for piece in pieces:
@@ -985,11 +985,7 @@ def _shared_core(
         if spread[0]:
             standing.append((piece, spread))
     if not standing:
-        return (
-            _dense_core(segment, level, frame, unit, usable, expected, badness, cutoff, bins, config)
-            if note is None
-            else None
-        )
+        return None
     first, last = standing[0][0].first_bin, standing[-1][0].last_bin
     rows = segment.rows
     inside = (bins[rows] >= first) & (bins[rows] <= last)
@@ -1026,10 +1022,11 @@ def _dense_core(
     bins: np.ndarray,
     config: AnalysisConfig,
 ) -> tuple[Segment, tuple[str | None, int | None]] | None:
-    """The stretch's densest part, where that alone is a cause its children share: a pool's file
-    server failing everything for eight hours, inside a stretch the scan ran on for days over hosts
-    and runners sick on their own, with no quiet half-day to cut it at. Scanned again at four times
-    the stretch's own ratio to its expected failures, as the onset is (verdict._onset)."""
+    """The stretch's densest part, where that alone is a cause its children share and the stretch
+    whole is not, nor any piece `_shared_core` cut it into: a pool's file server failing everything
+    for eight hours, inside a stretch the scan ran on for days over hosts and runners sick on their
+    own, with no quiet half-day to cut it at. Scanned again at four times the stretch's own ratio to
+    its expected failures."""
     rows = segment.rows
     unique_bins, inverse = np.unique(bins[rows], return_inverse=True)
     obs = np.bincount(inverse, weights=frame.fail[rows].astype(float))

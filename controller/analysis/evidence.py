@@ -9,6 +9,7 @@ cluster's, wins. Bad readings without a failure excess are only a warning.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -171,9 +172,7 @@ def _held_alone_too_long(held: np.ndarray) -> set[tuple[int, int, int, int]]:
         span[0], span[1] = min(span[0], at), max(span[1], at)
     lonely = set()
     for (pool, key), by_holder in spans.items():
-        holders: dict[int, int] = {}
-        for digest, _runner in by_holder:
-            holders[digest] = holders.get(digest, 0) + 1
+        holders = Counter(digest for digest, _runner in by_holder)
         shared = [
             last - first + 1 for (digest, _), (first, last) in by_holder.items() if holders[digest] >= 2
         ]
