@@ -219,9 +219,10 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
             f"  {incident_id}: {incident['kind']}/{incident['entity']} {incident['state']} ({incident['dimension']})"
         )
     for outage in data["outages"]:
-        scope = (
-            "fleet outage" if outage.get("scope", "fleet") == "fleet" else "outage of what these tests use"
-        )
+        scope = {
+            "fleet": "fleet outage",
+            "pool": f"outage of pool {', '.join(outage.get('pools', []))}",
+        }.get(outage.get("scope", "fleet"), "outage of what these tests use")
         _line(f"  {outage['id']}: {scope} {outage['start']} to {outage['end']}")
     for burst in data.get("bursts", []):
         _line(

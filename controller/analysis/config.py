@@ -21,6 +21,10 @@ class AnalysisConfig(BaseModel):
     outage_max_s: int = Field(
         default=6 * 3600, description="a fleet-wide spike longer than this is not an outage"
     )
+    pool_outage_max_s: int = Field(
+        default=3 * 3600,
+        description="one pool's spike longer than this (padded) is the pool's trouble, not an outage",
+    )
 
     # Clusters beyond chance.
     fdr_q: float = Field(default=0.01, gt=0, lt=1, description="Benjamini–Hochberg false discovery rate")

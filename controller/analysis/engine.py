@@ -21,7 +21,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.group_outages import GroupOutage, find_group_outages, group_outage_rows
 from controller.analysis.horizon import horizon
 from controller.analysis.levels import build_levels
-from controller.analysis.outages import Outage, find_outages, outage_mask
+from controller.analysis.outages import Outage, find_outages, find_pool_outages, outage_mask, outage_rows
 from controller.analysis.verdict import build_incident
 
 HEALTH_ORDER = {"healthy": 0, "warning": 1, "suspect": 2, "sick": 3}
@@ -59,8 +59,11 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         config = scaled_to(config, as_of - int(frame.time_ms[selected].min()))
     bins = frame.time_ms // (config.bin_s * 1000)
 
+    pool = frame.cols["pool"]
     outages = find_outages(frame.cols, frame.time_ms, frame.fail, selected, config)
-    in_outage = outage_mask(frame.time_ms, outages) & selected
+    in_outage = outage_mask(frame.time_ms, pool, outages) & selected
+    outages += find_pool_outages(frame.cols, frame.time_ms, frame.fail, selected & ~in_outage, config)
+    in_outage = outage_mask(frame.time_ms, pool, outages) & selected
     usable = selected & ~in_outage
 
     badness = judge_readings(frame, config)
@@ -100,13 +103,13 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     outage_dicts = []
     for number, outage in enumerate(outages, start=1):
         outage_id = f"outage-{number}"
-        outage_dicts.append(_outage_dict(outage_id, outage))
-        inside = selected & (frame.time_ms >= outage.start_ms) & (frame.time_ms < outage.end_ms)
+        outage_dicts.append(_outage_dict(outage_id, outage, frame))
+        inside = selected & outage_rows(frame.time_ms, pool, outage)
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     anchors: list[tuple[int, int, frozenset[int]]] = []  # per outage of tests: its span and its tests
-    for number, (group_outage, inside) in enumerate(zip(group_outages, in_group_outage, strict=True)):
-        outage_id = f"outage-{len(outages) + number + 1}"
+    for group_outage, inside in zip(group_outages, in_group_outage, strict=True):
+        outage_id = f"outage-{len(outage_dicts) + 1}"
         members = np.flatnonzero(groups.code_unit == group_outage.unit).tolist()
         outage_dicts.append(_tests_outage_dict(outage_id, members, group_outage, frame))
         anchors.append((group_outage.start_ms, group_outage.end_ms, frozenset(members)))
@@ -176,10 +179,13 @@ def _join_companions(
         discount[companion.rows] = reasons.index(outage["id"])
 
 
-def _outage_dict(outage_id: str, outage: Outage) -> dict[str, Any]:
+def _outage_dict(outage_id: str, outage: Outage, frame: Frame) -> dict[str, Any]:
+    """An outage of the whole fleet (`scope: fleet`) or of some pools only (`scope: pool`, naming them)."""
+    pools = {"pools": sorted(frame.name("pool", p) or "" for p in outage.pools)} if outage.pools else {}
     return {
         "id": outage_id,
         "scope": outage.scope,
+        **pools,
         "start": iso(outage.start_ms),
         "end": iso(outage.end_ms),
         "failures": outage.failures,

@@ -1,12 +1,16 @@
-"""Outages: a failure spike across most of the fleet at once (network, an external service).
+"""Outages: a failure spike across most of the fleet at once (network, an external service), or
+across most of one pool's hosts at once while the rest of the fleet runs as usual (a region's
+network, a registry mirror only some pools pull from).
 
 Found first and taken out of every per-entity comparison and every flake score: when the whole
-fleet fails together, no runner is sick for it.
+fleet, or a whole pool, fails together, no runner is sick for it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -21,12 +25,13 @@ from controller.analysis.frame import NONE
 class Outage:
     start_ms: int
     end_ms: int
-    scope: str  # "fleet"
+    scope: str  # "fleet", or "pool" for an outage of some pools only
     failures: int
     executions: int
     expected: float
     runners_failing: int
     runners_active: int
+    pools: tuple[int, ...] = ()  # pool codes, for scope "pool"
 
 
 def find_outages(
@@ -835,6 +840,9 @@ def _merged(spans: list[Outage]) -> list[Outage]:
         if last is None or span.start_ms > last.end_ms:
             merged.append(span)
             continue
+        # Spans of other pools at the same time are one outage that reached more hosts.
+        other_pools = bool(last.pools) and set(last.pools).isdisjoint(span.pools)
+        hosts: Callable[[int, int], int] = operator.add if other_pools else max
         merged[-1] = Outage(
             start_ms=last.start_ms,
             end_ms=max(last.end_ms, span.end_ms),
@@ -842,14 +850,90 @@ def _merged(spans: list[Outage]) -> list[Outage]:
             failures=last.failures + span.failures,
             executions=last.executions + span.executions,
             expected=last.expected + span.expected,
-            runners_failing=max(last.runners_failing, span.runners_failing),
-            runners_active=max(last.runners_active, span.runners_active),
+            runners_failing=hosts(last.runners_failing, span.runners_failing),
+            runners_active=hosts(last.runners_active, span.runners_active),
+            pools=tuple(sorted({*last.pools, *span.pools})),
         )
     return merged
 
 
-def outage_mask(time_ms: np.ndarray, outages: list[Outage]) -> np.ndarray:
+def find_pool_outages(
+    frame_cols: dict[str, np.ndarray],
+    time_ms: np.ndarray,
+    fail: np.ndarray,
+    rows: np.ndarray,
+    config: AnalysisConfig,
+) -> list[Outage]:
+    """Outages of single pools among the rows selected by `rows` (those of no fleet outage): each pool
+    judged as a fleet of its own, by the same rules. Most of a pool's hosts bursting at once and then
+    coming back, while the other pools ran as usual, is what the pool depends on (its region's
+    network, a mirror), not a sick entity. Two hosts are as much their own trouble, so it needs
+    `outage_min_runners` hosts bursting. And what the pool depends on fails most of what it runs:
+    a pool whose jobs fail the same two tests in an hour, the rest as usual, shares an outage of
+    what those tests call (dependency_outages.py), so those two may hold no more than half of its
+    failures. A pool sick for hours (its file server failing) bursts now and then inside its
+    trouble, and each burst "comes back" in between: its bursts less than POOL_GAP_MS apart are
+    joined, and the outage lasts `pool_outage_max_s` at most. A pool failing most of what it runs
+    for half a night is the pool's trouble, an incident. Pools whose outages overlap in time are
+    one."""
+    pool, test = frame_cols["pool"], frame_cols["test"]
+    found: list[Outage] = []
+    for code in np.unique(pool[rows]):
+        mine = rows & (pool == code)
+        for outage in _joined(find_outages(frame_cols, time_ms, fail, mine, config)):
+            inside = mine & (time_ms >= outage.start_ms) & (time_ms < outage.end_ms)
+            if (
+                outage.end_ms - outage.start_ms <= config.pool_outage_max_s * 1000
+                and outage.runners_failing >= config.outage_min_runners
+                and _broad(test, fail, inside)
+            ):
+                found.append(replace(outage, scope="pool", pools=(int(code),)))
+    found.sort(key=lambda o: o.start_ms)
+    return _merged(found)
+
+
+POOL_GAP_MS = 3 * 3_600_000  # a pool's bursts closer than this are one
+
+
+def _joined(outages: list[Outage]) -> list[Outage]:
+    """One pool's outages less than POOL_GAP_MS apart, as one."""
+    joined: list[Outage] = []
+    for outage in outages:
+        if joined and outage.start_ms - joined[-1].end_ms < POOL_GAP_MS:
+            last = joined[-1]
+            outage = replace(
+                last,
+                end_ms=max(last.end_ms, outage.end_ms),
+                failures=last.failures + outage.failures,
+                executions=last.executions + outage.executions,
+                expected=last.expected + outage.expected,
+                runners_failing=max(last.runners_failing, outage.runners_failing),
+                runners_active=max(last.runners_active, outage.runners_active),
+            )
+            joined[-1] = outage
+        else:
+            joined.append(outage)
+    return joined
+
+
+def _broad(test: np.ndarray, fail: np.ndarray, inside: np.ndarray) -> bool:
+    """Whether the failures `inside` a span are spread: its two most-failing tests hold fewer than
+    half of them. A region's network fails whatever its jobs run, a registry whatever needs an
+    image pulled; a sandbox two tests call fails those two."""
+    _, counts = np.unique(test[inside & fail], return_counts=True)
+    return bool(2 * np.sort(counts)[::-1][:2].sum() < counts.sum())
+
+
+def outage_rows(time_ms: np.ndarray, pool: np.ndarray, outage: Outage) -> np.ndarray:
+    """The rows inside an outage: in its span and, for a pool outage, in its pools."""
+    inside: np.ndarray = (time_ms >= outage.start_ms) & (time_ms < outage.end_ms)
+    if outage.pools:
+        inside &= np.isin(pool, outage.pools)
+    return inside
+
+
+def outage_mask(time_ms: np.ndarray, pool: np.ndarray, outages: list[Outage]) -> np.ndarray:
     mask = np.zeros(time_ms.size, bool)
     for outage in outages:
-        mask |= (time_ms >= outage.start_ms) & (time_ms < outage.end_ms)
+        mask |= outage_rows(time_ms, pool, outage)
     return mask

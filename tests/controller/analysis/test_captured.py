@@ -6,14 +6,17 @@ import csv
 import gzip
 from pathlib import Path
 
+import numpy as np
+
 from controller.analysis.engine import analyse
 from controller.analysis.frame import Frame
 
 DATA = Path(__file__).parent / "data"
 
 
-def frame_from(name: str, pool: str, ephemeral: bool = False) -> Frame:
-    """A captured slice: one pool's results, as the controller stored them (time_ms, outcome, ...)."""
+def frame_from(name: str, pool: str = "", ephemeral: bool = False) -> Frame:
+    """A captured slice as the controller stored it (time_ms, outcome, ...): one pool's results, or
+    several pools' where the slice has `pool` and `ephemeral` columns."""
     with gzip.open(DATA / name, "rt", newline="") as handle:
         records = list(csv.DictReader(handle))
     frame = Frame()
@@ -23,11 +26,11 @@ def frame_from(name: str, pool: str, ephemeral: bool = False) -> Frame:
                 number,
                 int(r["time_ms"]),
                 r["outcome"],
-                ephemeral,
+                r["ephemeral"] == "1" if "ephemeral" in r else ephemeral,
                 r["test_id"],
                 r["runner"],
                 r["machine"],
-                pool,
+                r.get("pool", pool),
                 r["image"],
                 None,
                 r["job_id"],
@@ -90,3 +93,23 @@ def test_a_bad_image_and_a_sick_host_bursting_together_on_a_tiny_fleet_are_no_ou
         ("image", "ubuntu-24.04-20261202.13"),
         ("machine", "gha-linux-x64-eph-host-03"),
     ]
+
+
+def test_a_regions_network_down_for_ninety_minutes_is_an_outage_of_its_pool_not_a_sick_pool() -> None:
+    # Fifth held-out simulator, fleet 506: the iad region's network failed from 15:18 to 16:45 on
+    # three of the fleet's five pools. It reached ten hosts, most of them in iad-x64, whose jobs
+    # failed about half their tests; the syd pools ran as usual. Too few of the fleet's hosts for a
+    # fleet outage, so the iad-x64 pool was called sick for it (and in the whole fleet, two of its
+    # hosts). Judged as a fleet of its own, the pool burst at once and came back: an outage of that
+    # pool. A day and a half of all five pools, as stored.
+    analysis = analyse(frame_from("region_network.csv.gz"))
+    outages = analysis.outages
+    assert outages and all(o["scope"] == "pool" and o["pools"] == ["iad-x64"] for o in outages)
+    assert min(o["start"] for o in outages) <= "2026-12-01T15:30:00Z"
+    assert max(o["end"] for o in outages) >= "2026-12-01T16:45:00Z"
+    during = [i for i in analysis.incidents if "2026-12-01T14:00" <= i["onset"] <= "2026-12-01T18:00"]
+    assert during == []
+    # Only the pool's rows are taken out: the syd pools' failures in those hours still count.
+    frame = analysis.frame
+    by_outage = np.isin(analysis.discount, [analysis.reasons.index(o["id"]) for o in outages])
+    assert {frame.name("pool", p) for p in np.unique(frame.cols["pool"][by_outage])} == {"iad-x64"}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.outages import Outage, find_outages
+from controller.analysis.outages import Outage, find_outages, find_pool_outages
 
 MINUTE_MS = 60_000
 TESTS = 40
@@ -36,13 +36,19 @@ class Fleet:
             failed = bool(self.rng.random() < p)
             self.rows.append((int((start_min + step / 4) * MINUTE_MS), self.hosts.index(host), test, failed))
 
-    def outages(self) -> list[Outage]:
+    def outages(self, find: Callable[..., list[Outage]] = find_outages) -> list[Outage]:
         time_ms, host, test, fail = (np.array(column) for column in zip(*self.rows, strict=True))
-        pools = sorted(set(self.pool_of.values()))
-        pool = np.array([pools.index(self.pool_of[h]) for h in self.hosts])[host]
+        pool = np.array([self.pools.index(self.pool_of[h]) for h in self.hosts])[host]
         image = pool if self.image_per_pool else np.zeros_like(host)
         cols = {"test": test, "machine": host, "image": image, "pool": pool}
-        return find_outages(cols, time_ms, fail.astype(bool), np.ones(time_ms.size, bool), AnalysisConfig())
+        return find(cols, time_ms, fail.astype(bool), np.ones(time_ms.size, bool), AnalysisConfig())
+
+    def pool_outages(self) -> list[Outage]:
+        return self.outages(find_pool_outages)
+
+    @property
+    def pools(self) -> list[str]:
+        return sorted(set(self.pool_of.values()))
 
 
 QUIET = 600  # minutes: the busy day ends, and from here on one job in the whole fleet at a time
@@ -383,3 +389,38 @@ def test_hosts_in_standing_trouble_failing_their_usual_tests_at_once_are_no_outa
 def test_an_outage_beside_hosts_in_standing_trouble_is_found(seed: int, down: tuple[int, int]) -> None:
     (found,) = _hosts_in_standing_trouble(seed, outage=down).outages()
     assert found.start_ms <= (down[0] + 10) * MINUTE_MS and found.end_ms >= down[1] * MINUTE_MS
+
+
+def _region_beside_a_busy_pool(bursting: Sequence[str], *, for_good: bool = False) -> Fleet:
+    """Forty syd hosts and five iad hosts, each finishing a job every 20 minutes over two days. From
+    minute 1800, for 90 minutes (or `for_good`), jobs on the `bursting` hosts fail a third of their
+    tests; every other job one in five hundred."""
+    syd, iad = [f"syd{k:02}" for k in range(40)], [f"iad{k}" for k in range(5)]
+    fleet = Fleet(dict.fromkeys(syd, "syd") | dict.fromkeys(iad, "iad"))
+    for k, host in enumerate(syd + iad):
+        for start in range(k % 20, 2 * 1440, 20):
+            down = host in bursting and start >= 1800 and (for_good or start < 1890)
+            fleet.job(host, start, 0.35 if down else 0.002)
+    return fleet
+
+
+def test_most_of_one_pool_bursting_at_once_and_coming_back_is_an_outage_of_that_pool() -> None:
+    # A region's network: four of iad's five hosts fail together for an hour and a half while the
+    # forty syd hosts run as usual. (Against a fleet this quiet the fleet finder sees it too; where
+    # sick hosts elsewhere keep the fleet's own rate up, only iad judged alone shows it: held-out
+    # fleet 506 in test_captured.py.)
+    fleet = _region_beside_a_busy_pool(["iad0", "iad1", "iad2", "iad3"])
+    (found,) = fleet.pool_outages()
+    assert found.scope == "pool" and found.pools == (fleet.pools.index("iad"),)
+    assert found.start_ms <= 1810 * MINUTE_MS and found.end_ms >= 1890 * MINUTE_MS
+    assert found.runners_failing >= 3
+
+
+def test_two_hosts_of_a_pool_bursting_together_are_no_outage_of_it() -> None:
+    # Two of five: as much those hosts' own trouble (a shared switch, one bad batch) as the pool's.
+    assert _region_beside_a_busy_pool(["iad0", "iad1"]).pool_outages() == []
+
+
+def test_a_pool_going_sick_for_good_is_no_outage_of_it() -> None:
+    # It never came back: a sick pool, judged as one, not a spell to leave out.
+    assert _region_beside_a_busy_pool(["iad0", "iad1", "iad2", "iad3"], for_good=True).pool_outages() == []
