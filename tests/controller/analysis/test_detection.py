@@ -16,6 +16,7 @@ from controller.analysis.frame import Frame
 from controller.analysis.pivot import pivot, window
 from tests.controller.analysis.harness import frame_of
 from tests.sim import Fleet, simulate
+from tests.sim.catalog import build_catalog
 from tests.sim.events import (
     BadImage,
     BrokenTest,
@@ -1859,3 +1860,36 @@ def test_a_runner_fixed_then_failing_a_handful_in_thousands_of_runs_is_resolved(
     assert (kind, entity, state) == ("runner", "w2", "resolved")
     # Its last bad job began at 17 h 50; the stretch ends with that hour.
     assert end == iso(1_796_287_200_000 + (18 * 60 + 20) * 60_000)
+
+
+def _arm_pool_night(fail_prob: float, *, arm_only_test: bool) -> tuple[Scenario, str]:
+    """Twelve Linux runners and six arm ones with no agent over three days; the arm pool fails a dozen
+    tests or more (each run with `fail_prob`) from 50 h to 60 h. With `arm_only_test`, one test fails
+    on arm only, nine runs in ten, all along. Returns the scenario and that test's id."""
+    pools = (
+        PoolSpec("linux", 12, images=("ubuntu-22.04-20260901",)),
+        PoolSpec("arm", 6, images=("ubuntu-arm-20260901",), agents=False),
+    )
+    catalog = build_catalog(Scenario(pools=pools))
+    arm_only = str(catalog.ids[catalog.shards["arm"][0][0]])
+    night = SickPool(
+        "arm", "unknown", onset=timedelta(hours=50), end=timedelta(hours=60), fail_prob=fail_prob
+    )
+    events: tuple[Event, ...] = (night, PlatformTest(arm_only, "arm", p=0.9)) if arm_only_test else (night,)
+    scenario = Scenario(pools=pools, duration_days=3.0, jobs_per_runner_per_hour=2.0, events=events)
+    return scenario, arm_only
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_a_pool_failing_for_a_night_beside_its_platforms_own_test_is_the_pool(seed: int) -> None:
+    # Held-out fleets 501 and 504: a small arm pool's NFS server fails a dozen tests for a night, and
+    # one test fails on arm only, nine runs in ten, all window. Judged against the fleet, that test
+    # held the pool's stretch open from the first day, too long to be a cluster; each of the pool's
+    # runners, judged against the others, was then called sick on its own. Without its own test,
+    # the night is the pool's.
+    scenario, arm_only = _arm_pool_night(0.08, arm_only_test=True)
+    analysis = analyse(frame_of(simulate(scenario, seed=seed)))
+    assert [(i["kind"], i["entity"], i["dimension"]) for i in analysis.incidents] == [
+        ("pool", "arm", "unknown")
+    ]
+    assert analysis.tests_by_id()[arm_only]["verdict"] == "platform"
