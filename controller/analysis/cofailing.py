@@ -116,6 +116,12 @@ def attempt_of(frame: Frame) -> np.ndarray:
 JOB_REACH_MS = 6 * 3_600_000  # a job's tests all run within this of its failures
 
 
+def one_place_only(place: np.ndarray, failed: np.ndarray) -> bool:
+    """Per run, its place (pool or image) and whether it failed: it ran on several places but failed on
+    one only, so that place's problem rather than what the tests share going down."""
+    return bool(np.unique(place).size >= 2 and np.unique(place[failed]).size < 2)
+
+
 def others_failing(
     frame: Frame, rows: np.ndarray, attempts: np.ndarray, tests: np.ndarray, span_ms: tuple[int, int]
 ) -> float:

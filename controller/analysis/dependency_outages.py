@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 
 from controller.analysis.baseline import grouped
-from controller.analysis.cofailing import attempt_of, host_of, others_failing
+from controller.analysis.cofailing import attempt_of, host_of, one_place_only, others_failing
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
@@ -238,7 +238,7 @@ def _spans_of(
         if _stepped_across(hour, fail, mostly_failed[hour_of], first, last, config):
             continue
         places = (frame.cols["pool"][judged.idx[inside]], judged.image[inside])
-        if any(_one_place_only(place, judged.fail[inside]) for place in places):
+        if any(one_place_only(place, judged.fail[inside]) for place in places):
             continue
         outside = mine[(hour < first) | (hour > last)]
         if any(
@@ -308,11 +308,6 @@ def _failing_there_anyway(
     beyond = stats.binom.sf(failures - 1, runs, rate_elsewhere) < STEP_P
     bad = places[(runs >= config.broken_min_runs) & (failures >= 2) & beyond]
     return bool(2 * np.isin(failed_places, bad).sum() >= failed_places.size)
-
-
-def _one_place_only(place: np.ndarray, fail: np.ndarray) -> bool:
-    """It ran on several pools (or images) in the span but failed on one only: that place's problem."""
-    return bool(np.unique(place).size >= 2 and np.unique(place[fail]).size < 2)
 
 
 def _commit_bound(

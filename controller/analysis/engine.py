@@ -100,6 +100,9 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         )
         reasons.append(incident["id"])
         discount[charged & (discount < 0)] = len(reasons) - 1
+    # An incident found beside an outage of some tests may hold that outage's failures too: a pool
+    # whose file server fails a dozen tests together, little else, is no outage of what they share.
+    by_incident = discount >= 0
     outage_dicts = []
     for number, outage in enumerate(outages, start=1):
         outage_id = f"outage-{number}"
@@ -109,6 +112,8 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         discount[inside & (discount < 0)] = len(reasons) - 1
     anchors: list[tuple[int, int, frozenset[int]]] = []  # per outage of tests: its span and its tests
     for group_outage, inside in zip(group_outages, in_group_outage, strict=True):
+        if _an_incidents_failures(inside, by_incident, frame):
+            continue
         outage_id = f"outage-{len(outage_dicts) + 1}"
         members = np.flatnonzero(groups.code_unit == group_outage.unit).tolist()
         outage_dicts.append(_tests_outage_dict(outage_id, members, group_outage, frame))
@@ -116,6 +121,8 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     for dependency_outage in dependency_outages:
+        if _an_incidents_failures(dependency_outage.rows & selected, by_incident, frame):
+            continue
         outage_id = f"outage-{len(outage_dicts) + 1}"
         outage_dicts.append(
             _tests_outage_dict(outage_id, list(dependency_outage.tests), dependency_outage, frame)
@@ -158,6 +165,12 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         hypotheses=tested,
         frame=frame,
     )
+
+
+def _an_incidents_failures(rows: np.ndarray, by_incident: np.ndarray, frame: Frame) -> bool:
+    """Whether most failures among `rows` (an outage of some tests) are charged to incidents."""
+    failed = rows & frame.fail
+    return bool(failed.any() and by_incident[failed].mean() >= 0.8)
 
 
 def _join_companions(

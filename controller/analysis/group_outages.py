@@ -7,8 +7,9 @@ minutes, and at its edges only a few: jobs running at the time fail a dozen test
 runners with breadth. Tests that fail together (cofailing.py) name who depends on what; an hour in
 which many more attempts than usual failed a group's tests together, on several hosts, is that
 group's outage — unless those jobs failed much else besides (a sick place fails much of what it
-runs; cofailing.others_failing), lasted longer than an outage does, or the tests kept failing after
-(broken together by one commit). Its rows (the group's tests in those hours) are left out like an
+runs; cofailing.others_failing), or were all on one pool (or image) while others ran the tests
+cleanly then (a sick pool fails the tests it breaks together, and little else), lasted longer than
+an outage does, or the tests kept failing after (broken together by one commit). Its rows (the group's tests in those hours) are left out like an
 outage's.
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from controller.analysis.baseline import combine
-from controller.analysis.cofailing import CoFailingGroups, attempt_of, host_of, others_failing
+from controller.analysis.cofailing import CoFailingGroups, attempt_of, host_of, one_place_only, others_failing
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
@@ -59,6 +60,7 @@ def find_group_outages(
     together = np.bincount(failed_tests // n_tests, minlength=cells.size) >= 2
     cell_unit, cell_hour, cell_host = unit[first], hour[first], host_of(frame)[idx][first]
     cell_attempt = attempt_of(frame)[idx][first]
+    cell_places = (frame.cols["pool"][idx][first], frame.cols["image"][idx][first])
     span = int(cell_host.max()) + 1
 
     outages: list[GroupOutage] = []
@@ -83,7 +85,10 @@ def find_group_outages(
             after = runs_of_group & (hour > hours[stop - 1])
             if after.sum() >= config.broken_min_runs and fail[after].mean() >= 0.5:
                 continue  # its tests kept failing after: broken, not an outage
-            struck = mine & together & (cell_hour >= hours[start]) & (cell_hour <= hours[stop - 1])
+            in_span = mine & (cell_hour >= hours[start]) & (cell_hour <= hours[stop - 1])
+            if any(one_place_only(place[in_span], together[in_span]) for place in cell_places):
+                continue  # only one pool's (or image's) jobs failed them together: a sick place
+            struck = in_span & together
             others = others_failing(frame, rows, cell_attempt[struck], tests, (start_ms, end_ms))
             if others > config.max_others_failing:
                 continue  # the jobs failed much else besides: a sick place, not what the group shares

@@ -1893,3 +1893,15 @@ def test_a_pool_failing_for_a_night_beside_its_platforms_own_test_is_the_pool(se
         ("pool", "arm", "unknown")
     ]
     assert analysis.tests_by_id()[arm_only]["verdict"] == "platform"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_tests_a_sick_pool_fails_together_are_no_outage_of_what_they_share(seed: int) -> None:
+    # Held-out fleets 502, 503, 508, 511: a pool's NFS server fails the same dozen tests in every job
+    # for a night, and little else, as an outage of what a group of tests shares would. Those hours
+    # were outages of the group besides the pool's incident: its jobs alone failed them together
+    # while the other pool ran them cleanly, and its incident holds those failures.
+    scenario, _ = _arm_pool_night(0.5, arm_only_test=False)
+    analysis = analyse(frame_of(simulate(scenario, seed=seed)))
+    assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [("pool", "arm")]
+    assert analysis.outages == []
