@@ -105,14 +105,22 @@ class WindowIndex:
 
 
 def rate_elsewhere(
-    index: WindowIndex, failed: np.ndarray, ran: np.ndarray, strength: float
+    index: WindowIndex, failed: np.ndarray, ran: np.ndarray, strength: float, *, own_prior: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: its group's failures and executions within ± radius bins, and the group's failure
-    rate at other times, leaning on the rate over every row (by `strength` executions' worth) where
-    the group ran little then."""
+    rate at other times, leaning (by `strength` executions' worth) where the group ran little then
+    on the rate over every row — or, with `own_prior` and where it ran fewer than `strength` times
+    then, on the group's own rate over all its rows, near ones too: a test that only ever ran in
+    these hours tells nothing of what is usual for it. (Not where it ran a day's worth at other
+    times: a static shard's runner sick for its last day has its own healthy days as reference.)"""
     overall = (failed.sum() + 1.0) / (ran.sum() + 2.0)
     near_f, near_n = index.near(failed), index.near(ran)
-    rate = (index.total(failed) - near_f + strength * overall) / (index.total(ran) - near_n + strength)
+    total_f, total_n = index.total(failed), index.total(ran)
+    prior = overall
+    if own_prior:
+        own = (total_f + strength * overall) / (total_n + strength)
+        prior = np.where(total_n - near_n < strength, own, overall)
+    rate = (total_f - near_f + strength * prior) / (total_n - near_n + strength)
     return near_f, near_n, rate
 
 
@@ -163,7 +171,7 @@ class Baseline:
         # Each estimate leans on a broader one where it is thin: the entity's peers near in time,
         # then the whole fleet near in time, then the test at other times.
         near_f, near_n, history = rate_elsewhere(
-            self._index("test", self.test), f, ones, self.history_strength
+            self._index("test", self.test), f, ones, self.history_strength, own_prior=True
         )
         among_peers = self._index(f"peers:{peer_name}", peers, self.test)
         found = (near_f, near_n, history, among_peers.near(f), among_peers.near(ones))

@@ -1905,3 +1905,23 @@ def test_the_tests_a_sick_pool_fails_together_are_no_outage_of_what_they_share(s
     analysis = analyse(frame_of(simulate(scenario, seed=seed)))
     assert [(i["kind"], i["entity"]) for i in analysis.incidents] == [("pool", "arm")]
     assert analysis.outages == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_shard_of_flaky_tests_on_its_only_runner_for_a_day_is_flaky_tests_not_a_sick_runner(
+    seed: int,
+) -> None:
+    # Fifth held-out simulator, fleets 503, 505, 506, 509, 512: a benchmark suite, new a day before
+    # the data end, runs on one runner only, its tests each failing about one run in twelve. Within a
+    # day every run of them is "near in time", so they had no rate at other times, and where a test
+    # ran little then it leaned on the fleet's overall rate: the runner was sick, and the tests were
+    # not flaky (their failures were the runner's). A test that only ever ran in these hours now
+    # leans on its own rate over them: it tells nothing of what is usual for it.
+    pools = (PoolSpec("linux", 8, sharding="static"),)
+    catalog = build_catalog(Scenario(pools=pools))
+    suite = [str(catalog.ids[test]) for test in catalog.shards["linux"][2][:8]]
+    scenario = Scenario(pools=pools, duration_days=1.0, events=tuple(FlakyTest(t, p=0.1) for t in suite))
+    analysis = analyse(frame_of(simulate(scenario, seed=seed)))
+    assert analysis.incidents == []
+    verdicts = analysis.tests_by_id()
+    assert sum(verdicts[test]["verdict"] == "flaky" for test in suite) >= 6
