@@ -9,8 +9,8 @@ which many more attempts than usual failed a group's tests together, on several 
 group's outage — unless those jobs failed much else besides (a sick place fails much of what it
 runs; cofailing.others_failing), or were all on one pool (or image) while others ran the tests
 cleanly then (a sick pool fails the tests it breaks together, and little else), lasted longer than
-an outage does, or the tests kept failing after (broken together by one commit). Its rows (the group's tests in those hours) are left out like an
-outage's.
+an outage does, or the tests kept failing after (broken together by one commit). Its rows (the
+group's tests in those hours) are left out like an outage's.
 """
 
 from __future__ import annotations

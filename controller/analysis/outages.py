@@ -832,12 +832,13 @@ def _spans(
     return _merged(spans)
 
 
-def _merged(spans: list[Outage]) -> list[Outage]:
-    """One outage, not two, when a quiet gap (no job finished) splits it but the padded edges meet."""
+def _merged(spans: list[Outage], closer_than_ms: int = 1) -> list[Outage]:
+    """One outage, not two, when a quiet gap (no job finished) splits it but the padded edges meet
+    (or, for one pool's bursts, are less than `closer_than_ms` apart)."""
     merged: list[Outage] = []
     for span in spans:
         last = merged[-1] if merged else None
-        if last is None or span.start_ms > last.end_ms:
+        if last is None or span.start_ms - last.end_ms >= closer_than_ms:
             merged.append(span)
             continue
         # Spans of other pools at the same time are one outage that reached more hosts.
@@ -880,7 +881,7 @@ def find_pool_outages(
     found: list[Outage] = []
     for code in np.unique(pool[rows]):
         mine = rows & (pool == code)
-        for outage in _joined(find_outages(frame_cols, time_ms, fail, mine, config)):
+        for outage in _merged(find_outages(frame_cols, time_ms, fail, mine, config), POOL_GAP_MS):
             inside = mine & (time_ms >= outage.start_ms) & (time_ms < outage.end_ms)
             if (
                 outage.end_ms - outage.start_ms <= config.pool_outage_max_s * 1000
@@ -893,27 +894,6 @@ def find_pool_outages(
 
 
 POOL_GAP_MS = 3 * 3_600_000  # a pool's bursts closer than this are one
-
-
-def _joined(outages: list[Outage]) -> list[Outage]:
-    """One pool's outages less than POOL_GAP_MS apart, as one."""
-    joined: list[Outage] = []
-    for outage in outages:
-        if joined and outage.start_ms - joined[-1].end_ms < POOL_GAP_MS:
-            last = joined[-1]
-            outage = replace(
-                last,
-                end_ms=max(last.end_ms, outage.end_ms),
-                failures=last.failures + outage.failures,
-                executions=last.executions + outage.executions,
-                expected=last.expected + outage.expected,
-                runners_failing=max(last.runners_failing, outage.runners_failing),
-                runners_active=max(last.runners_active, outage.runners_active),
-            )
-            joined[-1] = outage
-        else:
-            joined.append(outage)
-    return joined
 
 
 def _broad(test: np.ndarray, fail: np.ndarray, inside: np.ndarray) -> bool:
