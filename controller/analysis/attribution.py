@@ -892,6 +892,15 @@ def _spread_over_children(
         found, image_of = np.unique(images, return_inverse=True)
         if found.size >= 2:
             image_excess = np.bincount(image_of, weights=fail[rows] - expected[rows])
+            # Where an image reached some runners of every host (a canary spread over the hosts), no
+            # host is off it; its runners that never ran it tell the pool's health instead. A cause
+            # of the pool reaches most of them, at a good part of the image's toll.
+            for code in np.flatnonzero(image_excess > 0):
+                on_image = image_of == code
+                off_image = _off_image_runners(frame, rows, on_image, expected)
+                on_toll = float(image_excess[code]) / int(on_image.sum())
+                if off_image is not None and (off_image[0] < 0.5 or off_image[1] < on_toll / 3):
+                    return None, None
             on_worst = images == found[int(np.argmax(image_excess))]
             off = considered & (np.bincount(inverse, weights=on_worst.astype(float)) == 0)
             if off.any():
@@ -939,6 +948,25 @@ def _spread_over_children(
     kind = "runners" if level.name == "machine" else "hosts"
     note = f"excess on {int(elevated.sum())} of {int(considered.sum())} {kind}, starting together"
     return note, min(common)
+
+
+def _off_image_runners(
+    frame: Frame, rows: np.ndarray, on_image: np.ndarray, expected: np.ndarray
+) -> tuple[float, float] | None:
+    """Of a stretch's long-lived runners that never ran an image (`on_image`, per row of `rows`) and
+    ran at least three tests: the share whose failures are beyond chance, and their extra failures
+    per execution. None where fewer than two such runners ran."""
+    runner = np.where(frame.ephemeral[rows], -1, frame.cols["runner"][rows])
+    codes, inverse = np.unique(runner, return_inverse=True)
+    touched = np.bincount(inverse, weights=on_image.astype(float)) > 0
+    n = np.bincount(inverse)
+    off = (codes >= 0) & ~touched & (n >= 3)
+    if off.sum() < 2:
+        return None
+    obs = np.bincount(inverse, weights=frame.fail[rows].astype(float))
+    exp = np.bincount(inverse, weights=expected[rows])
+    share = float(_beyond_chance(obs[off], exp[off]).mean())
+    return share, float(obs[off].sum() - exp[off].sum()) / float(n[off].sum())
 
 
 def _beyond_chance(observed: np.ndarray, expected: np.ndarray) -> np.ndarray:

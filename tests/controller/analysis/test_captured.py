@@ -113,3 +113,20 @@ def test_a_regions_network_down_for_ninety_minutes_is_an_outage_of_its_pool_not_
     frame = analysis.frame
     by_outage = np.isin(analysis.discount, [analysis.reasons.index(o["id"]) for o in outages])
     assert {frame.name("pool", p) for p in np.unique(frame.cols["pool"][by_outage])} == {"iad-x64"}
+
+
+def test_a_canary_image_on_some_runners_of_every_host_then_a_sick_host_are_two_causes_not_the_pool() -> None:
+    # Fifth held-out simulator, fleet 510: a bad image was canaried to six of syd-x64's fourteen
+    # runners, at least one on each of its five hosts, and rolled back a day later; the next day one
+    # host's clock went wrong under its three runners. Every host had run the image, so no host off
+    # it could show the pool spared, and the jobs off the image failed well beyond usual (the sick
+    # host's): the pool was called sick over both. The eight runners that never ran the image failed
+    # at a seventh of the image's toll, four of them beyond chance. Four and a half days of syd-x64
+    # and the sin-arm pool, as stored.
+    analysis = analyse(frame_from("canary_over_hosts.csv.gz"))
+    syd = [(i["kind"], i["entity"]) for i in analysis.incidents if i["pool"] == ["syd-x64"]]
+    assert syd == [("image", "ubuntu22-ci-58"), ("machine", "syd-bm05")]
+    image, host = (i for i in analysis.incidents if i["pool"] == ["syd-x64"])
+    assert "2026-11-30T02:00" <= image["onset"] <= "2026-11-30T08:00"
+    assert image["end"] is not None and image["end"] <= "2026-12-01T09:00:00Z"
+    assert "2026-12-02T05:00" <= host["onset"] <= "2026-12-02T08:00"
