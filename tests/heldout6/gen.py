@@ -663,7 +663,7 @@ def plan_faults(f: Fleet, tests):
                       "sick|suspect", on, end, {"gpu"}, "GPU fell off the bus (Xid 79); CUDA tests error"))
         elif sort == "badimage" and any(d["kind"] == "auto" for d in f.pools.values()):
             az = rng.choice(["az-a", "az-b"])
-            on = when(0.2, 0.7)
+            on = max(when(0.2, 0.7), f.good_rollout + 0.5 * DAY)  # a newer build than the good rollout
             bad = f.new_img + "-" + az[-1] + "2"
             end = on + rng.uniform(0.3, 2.0) * DAY
             f.auto_img[az].append((on, bad))
@@ -1495,15 +1495,18 @@ def main():
     def e_row(x: Fault, stats=None):
         st = stats or {"failures": 0, "tests": set(), "jobs": set(), "first": None, "last": None}
         runners = sorted(x.runners)
+        end = x.end
         if x.kind == "image":
-            runners = sorted({r.id for r in f.runners if f.pools[r.pool]["kind"] == "auto"
-                              and auto_image(f, r, r.t0) == x.params["image"]})
+            vms = [r for r in f.runners if f.pools[r.pool]["kind"] == "auto" and auto_image(f, r, r.t0) == x.params["image"]]
+            runners = sorted(r.id for r in vms)
+            if end is not None and vms:
+                end = max(end, max(r.t1 for r in vms))  # VMs booted with it keep it until replaced
         weak = st["failures"] < 10 or len(st["tests"]) < 4 or len(st["jobs"]) < 3
         return {"id": x.id, "sort": x.sort, "kind": x.kind, "entity": x.entity, "sick": x.sick, "accept": x.accept,
                 "runners": runners, "dimensions": x.dims,
                 "expected_state": x.state.split("|")[0] if x.sick else "warning",
                 "accept_states": x.state.split("|"), "onset": iso_utc(x.onset),
-                "end": iso_utc(x.end) if x.end and x.end < f.end else None, "gradual": x.gradual,
+                "end": iso_utc(end) if end and end < f.end else None, "gradual": x.gradual,
                 "failures": st["failures"], "distinct_tests": len(st["tests"]), "jobs": len(st["jobs"]),
                 "first_failure": iso_utc(st["first"]) if st["first"] else None,
                 "last_failure": iso_utc(st["last"]) if st["last"] else None,
