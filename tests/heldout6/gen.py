@@ -22,7 +22,7 @@ import math
 import random
 import sys
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 H = 3600.0
@@ -35,7 +35,7 @@ def parse_end(s: str) -> float:
 
 
 def iso_utc(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def hx(*parts) -> str:
@@ -71,7 +71,7 @@ class Fleet:
 
     # ---------------------------------------------------------------- calendar
     def local(self, t: float) -> datetime:
-        return datetime.fromtimestamp(t + self.tz * H, tz=timezone.utc)
+        return datetime.fromtimestamp(t + self.tz * H, tz=UTC)
 
     def _local_midnight(self, t: float) -> float:
         d = self.local(t)
@@ -104,17 +104,95 @@ class Fleet:
 
 
 # ==================================================================== tests
-SERVICES = ["billing", "auth", "search", "ingest", "geo", "notify", "ledger", "media", "catalog", "orders",
-            "shipping", "users", "reports", "gateway", "scheduler", "inventory", "pricing", "chat"]
-VERBS = ["create", "update", "delete", "list", "parse", "render", "sync", "retry", "merge", "export",
-         "import", "validate", "refund", "resolve", "expire", "rotate", "upload", "stream", "cancel", "lock"]
-NOUNS = ["order", "user", "token", "invoice", "batch", "schema", "record", "session", "image", "quota",
-         "webhook", "report", "cursor", "index", "page", "lease", "shard", "blob", "config", "event"]
+SERVICES = [
+    "billing",
+    "auth",
+    "search",
+    "ingest",
+    "geo",
+    "notify",
+    "ledger",
+    "media",
+    "catalog",
+    "orders",
+    "shipping",
+    "users",
+    "reports",
+    "gateway",
+    "scheduler",
+    "inventory",
+    "pricing",
+    "chat",
+]
+VERBS = [
+    "create",
+    "update",
+    "delete",
+    "list",
+    "parse",
+    "render",
+    "sync",
+    "retry",
+    "merge",
+    "export",
+    "import",
+    "validate",
+    "refund",
+    "resolve",
+    "expire",
+    "rotate",
+    "upload",
+    "stream",
+    "cancel",
+    "lock",
+]
+NOUNS = [
+    "order",
+    "user",
+    "token",
+    "invoice",
+    "batch",
+    "schema",
+    "record",
+    "session",
+    "image",
+    "quota",
+    "webhook",
+    "report",
+    "cursor",
+    "index",
+    "page",
+    "lease",
+    "shard",
+    "blob",
+    "config",
+    "event",
+]
 
 
 class Test:
-    __slots__ = ("id", "suite", "module", "dur", "tags", "cache", "tol", "base", "label", "rate", "partner",
-                 "added", "quarantined", "broken_from", "fix_seq", "fix_at", "pr_bad", "mac", "skip", "kind")
+    __slots__ = (
+        "added",
+        "base",
+        "broken_from",
+        "cache",
+        "dur",
+        "fix_at",
+        "fix_seq",
+        "id",
+        "kind",
+        "label",
+        "mac",
+        "module",
+        "partner",
+        "pr_bad",
+        "quarantined",
+        "rate",
+        "skip",
+        "suite",
+        "tags",
+        "tol",
+    )
 
     def __init__(self, tid, suite, module):
         self.id = tid
@@ -163,7 +241,10 @@ def make_tests(f: Fleet):
 
     def add(suite, count, path_fmt, mods_per=6):
         out = []
-        mods = [path_fmt.format(svc=rng.choice(SERVICES), m=rng.choice(NOUNS)) for _ in range(max(1, count // mods_per))]
+        mods = [
+            path_fmt.format(svc=rng.choice(SERVICES), m=rng.choice(NOUNS))
+            for _ in range(max(1, count // mods_per))
+        ]
         mods = sorted(set(mods))
         for _ in range(count):
             m = rng.choice(mods)
@@ -192,14 +273,30 @@ def make_tests(f: Fleet):
     cache_keys = ["testdata-geo", "models-small", "fixtures-ledger", "wheels-cuda"]
     for t in integ:
         t.dur = rng.lognormvariate(1.8, 0.9)
-        for tag, p in (("docker", 0.6), ("nfs", 0.3), ("net", 0.35), ("fetch", 0.15), ("time", 0.1),
-                       ("bigmem", 0.06), ("timing", 0.12), ("fs", 0.5)):
+        for tag, p in (
+            ("docker", 0.6),
+            ("nfs", 0.3),
+            ("net", 0.35),
+            ("fetch", 0.15),
+            ("time", 0.1),
+            ("bigmem", 0.06),
+            ("timing", 0.12),
+            ("fs", 0.5),
+        ):
             if rng.random() < p:
                 t.tags.add(tag)
     for t in e2e + night + week:
         t.dur = rng.lognormvariate(3.3, 0.7)
-        for tag, p in (("docker", 0.7), ("net", 0.6), ("fetch", 0.25), ("time", 0.15), ("bigmem", 0.15),
-                       ("timing", 0.2), ("fs", 0.6), ("nfs", 0.3)):
+        for tag, p in (
+            ("docker", 0.7),
+            ("net", 0.6),
+            ("fetch", 0.25),
+            ("time", 0.15),
+            ("bigmem", 0.15),
+            ("timing", 0.2),
+            ("fs", 0.6),
+            ("nfs", 0.3),
+        ):
             if rng.random() < p:
                 t.tags.add(tag)
     for t in mac:
@@ -241,7 +338,9 @@ def make_tests(f: Fleet):
         flaky(t, 0.01, 0.04, "load")
     for t in rng.sample(healthy(unit), rng.randint(1, 2)):  # order-dependent: after one test in the job
         flaky(t, 0.35, 0.6, "order")
-        t.partner = rng.choice([u for u in unit if u.module == t.module and u is not t] or [rng.choice(unit)]).id
+        t.partner = rng.choice(
+            [u for u in unit if u.module == t.module and u is not t] or [rng.choice(unit)]
+        ).id
     for t in rng.sample(healthy(unit + integ), rng.randint(1, 2)):  # added mid-window, flaky from the start
         flaky(t, 0.05, 0.2, "new")
         t.added = f.start + rng.uniform(0.3, 0.7) * f.days * DAY
@@ -270,8 +369,26 @@ def make_tests(f: Fleet):
 
 # ==================================================================== fleet
 class Runner:
-    __slots__ = ("id", "machine", "pool", "az", "t0", "t1", "busy", "agent", "images", "labels", "spot",
-                 "preempt", "ram", "boot", "jobs", "cache_poison", "provider", "shard")
+    __slots__ = (
+        "agent",
+        "az",
+        "boot",
+        "busy",
+        "cache_poison",
+        "id",
+        "images",
+        "jobs",
+        "labels",
+        "machine",
+        "pool",
+        "preempt",
+        "provider",
+        "ram",
+        "shard",
+        "spot",
+        "t0",
+        "t1",
+    )
 
     def __init__(self, rid, machine, pool, az, t0, t1, image):
         self.id = rid
@@ -311,8 +428,13 @@ def build_fleet(f: Fleet):
     f.good_rollout = f.start + rng.uniform(0.15, 0.5) * f.days * DAY
 
     def pool(name, kind, suites, watch_docker, caches):
-        f.pools[name] = {"kind": kind, "suites": suites, "watch_docker": watch_docker, "caches": caches,
-                         "runners": []}
+        f.pools[name] = {
+            "kind": kind,
+            "suites": suites,
+            "watch_docker": watch_docker,
+            "caches": caches,
+            "runners": [],
+        }
 
     def farm(name, n_hosts, suites, prefix):
         pool(name, "farm", suites, rng.random() < 0.5, ["pip", "npm", "testdata-geo", "fixtures-ledger"])
@@ -333,8 +455,15 @@ def build_fleet(f: Fleet):
         pool(name, "vm", suites, watch_docker, caches)
         for h in range(n):
             m = f"{prefix}-{h + 1:02d}"
-            r = Runner(m, m, name, ("az-a" if h % 2 == 0 or not az_split else "az-b"), f.start - 30 * DAY,
-                       f.end + DAY, img)
+            r = Runner(
+                m,
+                m,
+                name,
+                ("az-a" if h % 2 == 0 or not az_split else "az-b"),
+                f.start - 30 * DAY,
+                f.end + DAY,
+                img,
+            )
             r.labels = labels
             r.ram = ram
             f.runners.append(r)
@@ -348,8 +477,10 @@ def build_fleet(f: Fleet):
             while f.load(tw) < 0.5:
                 tw += H
             f.waves.append((tw, rng.choice(["az-a", "az-b"]), name))
-        f.auto_img = {"az-a": [(f.start - DAY, base_img), (f.good_rollout, new_img)],
-                      "az-b": [(f.start - DAY, base_img), (f.good_rollout + 2 * H, new_img)]}
+        f.auto_img = {
+            "az-a": [(f.start - DAY, base_img), (f.good_rollout, new_img)],
+            "az-b": [(f.start - DAY, base_img), (f.good_rollout + 2 * H, new_img)],
+        }
         hazard = rng.uniform(0.04, 0.09)  # spot preemptions per VM-hour at the cloud's busy hours
         for s in range(slots):
             az = "az-a" if s % 2 == 0 else "az-b"
@@ -387,9 +518,17 @@ def build_fleet(f: Fleet):
 
     if f.shape == "cloud":
         autoscale("linux", rng.randint(14, 22), ["unit", "e2e", "nightly"])
-        persistent("docker", rng.randint(8, 14), ["integration", "weekly"], "dkr-vm", base_img,
-                   ["self-hosted", "linux", "x64", "privileged"], 32, rng.random() < 0.5,
-                   ["pip", "npm", "testdata-geo", "fixtures-ledger"])
+        persistent(
+            "docker",
+            rng.randint(8, 14),
+            ["integration", "weekly"],
+            "dkr-vm",
+            base_img,
+            ["self-hosted", "linux", "x64", "privileged"],
+            32,
+            rng.random() < 0.5,
+            ["pip", "npm", "testdata-geo", "fixtures-ledger"],
+        )
         for r in f.runners:
             if r.pool == "docker":
                 r.images.append((f.good_rollout + rng.uniform(0, 8 * H), new_img))
@@ -398,10 +537,30 @@ def build_fleet(f: Fleet):
     else:
         autoscale("linux", rng.randint(8, 14), ["unit"])
         farm("heavy", rng.randint(8, 14), ["integration", "e2e", "nightly", "weekly"], "hv")
-    persistent("mac", rng.randint(2, 4), ["mac"], "mac-mini", "macos-14.6-xcode16",
-               ["self-hosted", "macOS", "arm64"], 16, False, ["npm", "derived-data"], az_split=False)
-    persistent("gpu", rng.randint(2, 3), ["gpu"], "gpu", "ubuntu-22.04-cuda12.4",
-               ["self-hosted", "linux", "gpu"], 128, False, ["wheels-cuda", "models-small"], az_split=False)
+    persistent(
+        "mac",
+        rng.randint(2, 4),
+        ["mac"],
+        "mac-mini",
+        "macos-14.6-xcode16",
+        ["self-hosted", "macOS", "arm64"],
+        16,
+        False,
+        ["npm", "derived-data"],
+        az_split=False,
+    )
+    persistent(
+        "gpu",
+        rng.randint(2, 3),
+        ["gpu"],
+        "gpu",
+        "ubuntu-22.04-cuda12.4",
+        ["self-hosted", "linux", "gpu"],
+        128,
+        False,
+        ["wheels-cuda", "models-small"],
+        az_split=False,
+    )
     if rng.random() < 0.6:  # the gpu pool is one box with its runners on it
         for r in f.runners:
             if r.pool == "gpu":
@@ -483,9 +642,14 @@ def plan_faults(f: Fleet, tests):
         out = []
         for m, rs in f.machines.items():
             r0 = f.by_id[rs[0]]
-            if r0.pool in pools and min_k <= len({x for x in rs if not x.endswith("-b")}) <= max_k and m not in taken:
-                if f.pools[r0.pool]["kind"] != "auto" and not any(x.endswith("-b") for x in rs):
-                    out.append(m)
+            if (
+                r0.pool in pools
+                and min_k <= len({x for x in rs if not x.endswith("-b")}) <= max_k
+                and m not in taken
+                and f.pools[r0.pool]["kind"] != "auto"
+                and not any(x.endswith("-b") for x in rs)
+            ):
+                out.append(m)
         return sorted(out)
 
     def accept_for(kind, ent):
@@ -511,8 +675,20 @@ def plan_faults(f: Fleet, tests):
     farm_pools = [p for p, d in f.pools.items() if d["kind"] == "farm"]
     vm_pools = [p for p, d in f.pools.items() if d["kind"] == "vm" and p not in ("mac", "gpu")]
     big = farm_pools + vm_pools
-    menu = ["nfshang", "dockerdisk", "clockjump", "busyslow", "cgroupoom", "oomlarge", "cachepoison", "drained",
-            "noagent", "lowtraffic", "gpuxid", "badimage"]
+    menu = [
+        "nfshang",
+        "dockerdisk",
+        "clockjump",
+        "busyslow",
+        "cgroupoom",
+        "oomlarge",
+        "cachepoison",
+        "drained",
+        "noagent",
+        "lowtraffic",
+        "gpuxid",
+        "badimage",
+    ]
     rng.shuffle(menu)
     want = rng.randint(4, 7)
     n = 0
@@ -527,8 +703,19 @@ def plan_faults(f: Fleet, tests):
             m = rng.choice(ms)
             on = when()
             end = on + rng.uniform(1.5, 5) * DAY if rng.random() < 0.5 else None
-            fl = Fault(fid, sort, "machine", m, f.machines[m], ["unknown"], "sick|suspect", on, end, {"nfs"},
-                       "NFS mount hangs in episodes; tests touching it time out (readings fine)")
+            fl = Fault(
+                fid,
+                sort,
+                "machine",
+                m,
+                f.machines[m],
+                ["unknown"],
+                "sick|suspect",
+                on,
+                end,
+                {"nfs"},
+                "NFS mount hangs in episodes; tests touching it time out (readings fine)",
+            )
             eps = []
             t = on
             while t < (end or f.end):
@@ -549,11 +736,23 @@ def plan_faults(f: Fleet, tests):
             watched = f.pools[p]["watch_docker"]
             kind = "machine" if len(f.machines[m]) > 1 else "runner"
             ent = m if kind == "machine" else f.machines[m][0]
-            fl = Fault(fid, sort, kind, ent, f.machines[m], ["disk"] if watched else ["disk", "unknown"],
-                       "sick" if watched else "sick|suspect", on, end, {"docker"},
-                       "docker's own volume fills (root disk fine); "
-                       + ("the agent watches /var/lib/docker" if watched else "the agent does not watch that volume"),
-                       gradual=True)
+            fl = Fault(
+                fid,
+                sort,
+                kind,
+                ent,
+                f.machines[m],
+                ["disk"] if watched else ["disk", "unknown"],
+                "sick" if watched else "sick|suspect",
+                on,
+                end,
+                {"docker"},
+                "docker's own volume fills (root disk fine); "
+                + (
+                    "the agent watches /var/lib/docker" if watched else "the agent does not watch that volume"
+                ),
+                gradual=True,
+            )
             fl.params.update(fill_start=on - fill, watched=watched)
             add(fl)
         elif sort == "clockjump" and big:
@@ -572,8 +771,19 @@ def plan_faults(f: Fleet, tests):
             end = end if end < f.end else None
             kind = "machine" if len(f.machines[m]) > 1 else "runner"
             ent = m if kind == "machine" else f.machines[m][0]
-            fl = Fault(fid, sort, kind, ent, f.machines[m], ["clock"], "sick", on, end, {"time"},
-                       f"suspend/resume stepped the clock {', '.join(f'{j:+.0f} s' for _, j in jumps)}; ntpd slews it back")
+            fl = Fault(
+                fid,
+                sort,
+                kind,
+                ent,
+                f.machines[m],
+                ["clock"],
+                "sick",
+                on,
+                end,
+                {"time"},
+                f"suspend/resume stepped the clock {', '.join(f'{j:+.0f} s' for _, j in jumps)}; ntpd slews it back",
+            )
             fl.params.update(jumps=jumps, slew=slew)
             add(fl)
         elif sort == "busyslow" and farm_pools:
@@ -583,8 +793,21 @@ def plan_faults(f: Fleet, tests):
             m = rng.choice(ms)
             on = when()
             end = on + rng.uniform(2, 4) * DAY if rng.random() < 0.4 else None
-            add(Fault(fid, sort, "machine", m, f.machines[m], ["unknown"], "sick|suspect", on, end, {"timing"},
-                      "a throttling CPU (failed fan): timing tests time out when the host is busy"))
+            add(
+                Fault(
+                    fid,
+                    sort,
+                    "machine",
+                    m,
+                    f.machines[m],
+                    ["unknown"],
+                    "sick|suspect",
+                    on,
+                    end,
+                    {"timing"},
+                    "a throttling CPU (failed fan): timing tests time out when the host is busy",
+                )
+            )
         elif sort == "cgroupoom" and farm_pools:
             ms = free_machines(farm_pools, 2)
             if not ms:
@@ -593,8 +816,21 @@ def plan_faults(f: Fleet, tests):
             rid = rng.choice(f.machines[m])
             on = when()
             end = on + rng.uniform(1, 3) * DAY if rng.random() < 0.5 else None
-            add(Fault(fid, sort, "runner", rid, [rid], ["memory"], "sick", on, end, {"bigmem", "docker"},
-                      "one runner's cgroup memory limit cut to 2 GiB by a config push; its OOM kills show in the host's counter, read by every agent on the host"))
+            add(
+                Fault(
+                    fid,
+                    sort,
+                    "runner",
+                    rid,
+                    [rid],
+                    ["memory"],
+                    "sick",
+                    on,
+                    end,
+                    {"bigmem", "docker"},
+                    "one runner's cgroup memory limit cut to 2 GiB by a config push; its OOM kills show in the host's counter, read by every agent on the host",
+                )
+            )
         elif sort == "oomlarge" and vm_pools:
             ms = free_machines(vm_pools, 1, 1)
             if not ms:
@@ -602,20 +838,44 @@ def plan_faults(f: Fleet, tests):
             m = rng.choice(ms)
             on = when()
             end = on + rng.uniform(1, 4) * DAY if rng.random() < 0.5 else None
-            fl = Fault(fid, sort, "runner", f.machines[m][0], f.machines[m], ["memory"], "sick", on, end,
-                       {"bigmem"}, "VM resized to a smaller instance type: only the largest tests OOM")
+            fl = Fault(
+                fid,
+                sort,
+                "runner",
+                f.machines[m][0],
+                f.machines[m],
+                ["memory"],
+                "sick",
+                on,
+                end,
+                {"bigmem"},
+                "VM resized to a smaller instance type: only the largest tests OOM",
+            )
             add(fl)
         elif sort == "cachepoison" and big:
             key = "testdata-geo"
-            cands = [m for m in free_machines(big, 1) if key in f.pools[f.by_id[f.machines[m][0]].pool]["caches"]]
+            cands = [
+                m for m in free_machines(big, 1) if key in f.pools[f.by_id[f.machines[m][0]].pool]["caches"]
+            ]
             if not cands:
                 continue
             m = rng.choice(cands)
             rid = rng.choice(f.machines[m])
             on = when()
             end = on + rng.uniform(1, 3) * DAY if rng.random() < 0.5 else None
-            fl = Fault(fid, sort, "runner", rid, [rid], ["cache"], "sick", on, end, {"cache:" + key},
-                       f"a truncated download poisoned the local cache '{key}' (only the few tests using it)")
+            fl = Fault(
+                fid,
+                sort,
+                "runner",
+                rid,
+                [rid],
+                ["cache"],
+                "sick",
+                on,
+                end,
+                {"cache:" + key},
+                f"a truncated download poisoned the local cache '{key}' (only the few tests using it)",
+            )
             fl.params["key"] = key
             add(fl)
         elif sort == "drained" and big:
@@ -626,8 +886,19 @@ def plan_faults(f: Fleet, tests):
             on = when(0.1, 0.55)
             drain = on + rng.uniform(10, 36) * H
             back = drain + rng.uniform(4, 20) * H
-            fl = Fault(fid, sort, "runner", f.machines[m][0], f.machines[m], ["disk"], "sick", on, drain, {"fs"},
-                       "work disk full of leaked workspaces; drained by an operator, cleaned, back healthy")
+            fl = Fault(
+                fid,
+                sort,
+                "runner",
+                f.machines[m][0],
+                f.machines[m],
+                ["disk"],
+                "sick",
+                on,
+                drain,
+                {"fs"},
+                "work disk full of leaked workspaces; drained by an operator, cleaned, back healthy",
+            )
             fl.params.update(drain=drain, back=back)
             add(fl)
         elif sort == "noagent" and big:
@@ -639,16 +910,43 @@ def plan_faults(f: Fleet, tests):
             end = on + rng.uniform(1, 2) * DAY if rng.random() < 0.4 else None
             r = f.by_id[f.machines[m][0]]
             r.agent = False
-            add(Fault(fid, sort, "runner", r.id, [r.id], ["disk", "unknown"], "suspect", on, end, {"fs"},
-                      "work filesystem remounted read-only after an I/O error; this runner has no agent"))
+            add(
+                Fault(
+                    fid,
+                    sort,
+                    "runner",
+                    r.id,
+                    [r.id],
+                    ["disk", "unknown"],
+                    "suspect",
+                    on,
+                    end,
+                    {"fs"},
+                    "work filesystem remounted read-only after an I/O error; this runner has no agent",
+                )
+            )
         elif sort == "lowtraffic":
             rs = [r for r in f.runners if r.pool == "mac" and r.machine not in taken]
             if not rs:
                 continue
             r = rng.choice(rs)
             on = f.end - rng.uniform(3, 6) * DAY
-            add(Fault(fid, sort, "runner", r.id, [r.id], ["disk"], "sick", on, None, {"fs"},
-                      "a mac mini's disk full of Xcode DerivedData; mac jobs are few", gradual=True))
+            add(
+                Fault(
+                    fid,
+                    sort,
+                    "runner",
+                    r.id,
+                    [r.id],
+                    ["disk"],
+                    "sick",
+                    on,
+                    None,
+                    {"fs"},
+                    "a mac mini's disk full of Xcode DerivedData; mac jobs are few",
+                    gradual=True,
+                )
+            )
         elif sort == "gpuxid":
             rs = [r for r in f.runners if r.pool == "gpu" and r.machine not in taken]
             if not rs:
@@ -659,8 +957,21 @@ def plan_faults(f: Fleet, tests):
             ent = m if kind == "machine" else r.id
             on = when()
             end = on + rng.uniform(0.5, 2) * DAY if rng.random() < 0.6 else None
-            add(Fault(fid, sort, kind, ent, f.machines[m] if kind == "machine" else [r.id], ["unknown"],
-                      "sick|suspect", on, end, {"gpu"}, "GPU fell off the bus (Xid 79); CUDA tests error"))
+            add(
+                Fault(
+                    fid,
+                    sort,
+                    kind,
+                    ent,
+                    f.machines[m] if kind == "machine" else [r.id],
+                    ["unknown"],
+                    "sick|suspect",
+                    on,
+                    end,
+                    {"gpu"},
+                    "GPU fell off the bus (Xid 79); CUDA tests error",
+                )
+            )
         elif sort == "badimage" and any(d["kind"] == "auto" for d in f.pools.values()):
             az = rng.choice(["az-a", "az-b"])
             on = max(when(0.2, 0.7), f.good_rollout + 0.5 * DAY)  # a newer build than the good rollout
@@ -670,8 +981,19 @@ def plan_faults(f: Fleet, tests):
             if end:
                 f.auto_img[az].append((end, f.auto_img[az][1][1]))
             f.auto_img[az].sort()
-            fl = Fault(fid, sort, "image", bad, [], ["unknown"], "sick|suspect", on, end, {"https", "fetch", "net"},
-                       f"image {bad} rolled to {az} only (CA bundle missing): new VMs there fail TLS and fetching tests")
+            fl = Fault(
+                fid,
+                sort,
+                "image",
+                bad,
+                [],
+                ["unknown"],
+                "sick|suspect",
+                on,
+                end,
+                {"https", "fetch", "net"},
+                f"image {bad} rolled to {az} only (CA bundle missing): new VMs there fail TLS and fetching tests",
+            )
             fl.params["image"] = bad
             # its failures show only once VMs booted with it run jobs, and stop with the last such VM
             add(fl)
@@ -685,9 +1007,15 @@ def plan_herrings(f: Fleet):
     rng = f.rng
     herr = []
     taken = set()
-    persistent = [r for r in f.runners if f.pools[r.pool]["kind"] != "auto" and r.agent and not r.id.endswith("-b")]
-    for sort, dims in (("warn-disk", ["disk"]), ("warn-mem", ["memory"]), ("warn-clock", ["clock"]),
-                       ("warn-docker", ["disk"])):
+    persistent = [
+        r for r in f.runners if f.pools[r.pool]["kind"] != "auto" and r.agent and not r.id.endswith("-b")
+    ]
+    for sort, dims in (
+        ("warn-disk", ["disk"]),
+        ("warn-mem", ["memory"]),
+        ("warn-clock", ["clock"]),
+        ("warn-docker", ["disk"]),
+    ):
         cands = [r for r in persistent if r.machine not in taken and r.pool not in ("mac", "gpu")]
         if sort == "warn-docker":
             cands = [r for r in cands if f.pools[r.pool]["watch_docker"]]
@@ -697,9 +1025,24 @@ def plan_herrings(f: Fleet):
         taken.add(r.machine)
         on = f.start + rng.uniform(0.05, 0.6) * f.days * DAY
         end = on + rng.uniform(0.5, 4) * DAY
-        fl = Fault(f"W{len(herr) + 1}", sort, "runner", r.id, [r.id], dims, "warning", on, end, set(),
-                   {"warn-disk": "root disk 93-96 % used, jobs fine", "warn-mem": "memory pressure without OOM kills",
-                    "warn-clock": "1.2-3 s clock offset; no test minds", "warn-docker": "docker volume 91-94 % used"}[sort])
+        fl = Fault(
+            f"W{len(herr) + 1}",
+            sort,
+            "runner",
+            r.id,
+            [r.id],
+            dims,
+            "warning",
+            on,
+            end,
+            set(),
+            {
+                "warn-disk": "root disk 93-96 % used, jobs fine",
+                "warn-mem": "memory pressure without OOM kills",
+                "warn-clock": "1.2-3 s clock offset; no test minds",
+                "warn-docker": "docker volume 91-94 % used",
+            }[sort],
+        )
         fl.sick = False
         fl.accept = [["runner", r.id]]
         herr.append(fl)
@@ -720,18 +1063,48 @@ def plan_outages(f: Fleet):
 
     if rng.random() < 0.85:
         t = busy_time(0.15, 0.9)
-        outs.append({"id": "O1", "sort": "mirror", "region": None, "start": t, "end": t + rng.uniform(30, 120) * MIN,
-                     "tags": {"fetch"}, "p": 0.9, "msg": "pip: ERROR: Could not find a version that satisfies the requirement (HTTP 503 from mirror)"})
+        outs.append(
+            {
+                "id": "O1",
+                "sort": "mirror",
+                "region": None,
+                "start": t,
+                "end": t + rng.uniform(30, 120) * MIN,
+                "tags": {"fetch"},
+                "p": 0.9,
+                "msg": "pip: ERROR: Could not find a version that satisfies the requirement (HTTP 503 from mirror)",
+            }
+        )
     if rng.random() < 0.7:
         t = busy_time(0.15, 0.9)
         zones = sorted({r.az for r in f.runners if r.az})
         az = rng.choice([z for z in zones if z] or ["az-a"])
-        outs.append({"id": "O2", "sort": "dns", "region": az, "start": t, "end": t + rng.uniform(20, 60) * MIN,
-                     "tags": {"net", "fetch"}, "p": 0.85,
-                     "msg": "socket.gaierror: [Errno -3] Temporary failure in name resolution"})
-    for i, (tw, az, p) in enumerate(f.waves):
-        outs.append({"id": f"P{i + 1}", "sort": "preempt-wave", "region": az, "start": tw, "end": tw + 600,
-                     "tags": set(), "p": 0, "msg": "", "allowed": True})
+        outs.append(
+            {
+                "id": "O2",
+                "sort": "dns",
+                "region": az,
+                "start": t,
+                "end": t + rng.uniform(20, 60) * MIN,
+                "tags": {"net", "fetch"},
+                "p": 0.85,
+                "msg": "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+            }
+        )
+    for i, (tw, az, _pool) in enumerate(f.waves):
+        outs.append(
+            {
+                "id": f"P{i + 1}",
+                "sort": "preempt-wave",
+                "region": az,
+                "start": tw,
+                "end": tw + 600,
+                "tags": set(),
+                "p": 0,
+                "msg": "",
+                "allowed": True,
+            }
+        )
     return outs
 
 
@@ -748,11 +1121,14 @@ class Sim:
         self.main_seq = 0
         self.main_at: list[tuple[float, int]] = [(f.start - 30 * DAY, 0)]
         self.oom_events: dict[str, list[float]] = defaultdict(list)
-        self.fault_stats = {x.id: {"failures": 0, "tests": set(), "jobs": set(), "first": None, "last": None}
-                            for x in faults}
+        self.fault_stats = {
+            x.id: {"failures": 0, "tests": set(), "jobs": set(), "first": None, "last": None} for x in faults
+        }
         self.out_stats = {o["id"]: {"failures": 0, "hosts": set()} for o in outages}
-        self.tstats = {tid: {"runs": 0, "failures": 0, "own": 0, "causes": Counter(), "runners": set(),
-                             "pools": set()} for tid in tests}
+        self.tstats = {
+            tid: {"runs": 0, "failures": 0, "own": 0, "causes": Counter(), "runners": set(), "pools": set()}
+            for tid in tests
+        }
         self.by_fault_runner = defaultdict(list)
         for x in faults:
             for rid in x.runners:
@@ -783,7 +1159,9 @@ class Sim:
     def plan_traffic(self):
         f, rng = self.f, self.rng
         t = f.start
-        pr_rate = {"cloud": 3.5, "farm": 4, "hybrid": 4}[f.shape] * rng.uniform(0.8, 1.2)  # PR pushes / busy hour
+        pr_rate = {"cloud": 3.5, "farm": 4, "hybrid": 4}[f.shape] * rng.uniform(
+            0.8, 1.2
+        )  # PR pushes / busy hour
         while t < f.end:
             lam = pr_rate * f.load(t) * (0.5 if f.in_freeze(t) else 1.0) / 60
             if lam > 0 and rng.random() < lam * 5:
@@ -816,14 +1194,19 @@ class Sim:
         mods = {}
         for s in ("unit", "integration"):
             ms = sorted({x.module for x in self.by_suite[s]})
-            frac = rng.choice([0.05, 0.1, 0.2, 0.3, 0.6]) if s == "unit" else rng.choice([0, 0, 0.1, 0.2, 0.5])
+            frac = (
+                rng.choice([0.05, 0.1, 0.2, 0.3, 0.6]) if s == "unit" else rng.choice([0, 0, 0.1, 0.2, 0.5])
+            )
             mods[s] = set(rng.sample(ms, max(1 if s == "unit" else 0, int(len(ms) * frac))))
         for x in self.bad_prs.get(pr, []):
             mods[x.suite].add(x.module)  # the PR touches the code the test covers
         tp = t
         for k in range(pushes):
-            self.push(tp, "pr", {"pr": pr, "push": k, "last": k == pushes - 1, "mods": mods,
-                                 "mac": rng.random() < 0.12})
+            self.push(
+                tp,
+                "pr",
+                {"pr": pr, "push": k, "last": k == pushes - 1, "mods": mods, "mac": rng.random() < 0.12},
+            )
             tp += rng.uniform(15, 240) * MIN
             if not self.f.load(tp) > 0.05:
                 tp += 12 * H
@@ -850,9 +1233,16 @@ class Sim:
             suites.append(("integration", integ, max(1, math.ceil(len(integ) / 12))))
         if d["mac"]:
             suites.append(("mac", self.by_suite["mac"] + [x for x in self.by_suite["unit"] if x.mac], 1))
-        ctx = {"commit": commit, "base": base, "pr": pr, "push": d["push"], "run": run, "retries": 0,
-               "kind": "pr"}
-        ends, failed = self.run_pipeline(t, suites, ctx)
+        ctx = {
+            "commit": commit,
+            "base": base,
+            "pr": pr,
+            "push": d["push"],
+            "run": run,
+            "retries": 0,
+            "kind": "pr",
+        }
+        ends, _failed = self.run_pipeline(t, suites, ctx)
         end = max(ends) if ends else t
         if d["last"]:
             self.push(end + self.rng.uniform(5, 120) * MIN, "enqueue", {"pr": pr})
@@ -875,13 +1265,23 @@ class Sim:
         self.runn += 1
         run = f"run-{self.runn}"
         commit = f"mq-{self.runn}"
-        suites = [("unit", self.by_suite["unit"], 6), ("integration", self.by_suite["integration"], 9),
-                  ("e2e", self.by_suite["e2e"], 3)]
+        suites = [
+            ("unit", self.by_suite["unit"], 6),
+            ("integration", self.by_suite["integration"], 9),
+            ("e2e", self.by_suite["e2e"], 3),
+        ]
         if self.rng.random() < 0.25:
             suites.append(("mac", self.by_suite["mac"] + [x for x in self.by_suite["unit"] if x.mac], 1))
         if self.rng.random() < 0.2:
             suites.append(("gpu", self.by_suite["gpu"], 1))
-        ctx = {"commit": commit, "base": self.main_seq + 1, "pr": None, "run": run, "retries": 2, "kind": "mq"}
+        ctx = {
+            "commit": commit,
+            "base": self.main_seq + 1,
+            "pr": None,
+            "run": run,
+            "retries": 2,
+            "kind": "mq",
+        }
         ends, failed = self.run_pipeline(t, suites, ctx)
         end = max(ends) if ends else t
         if not failed:
@@ -904,17 +1304,37 @@ class Sim:
 
     def ev_nightly(self, t, d):
         self.runn += 1
-        ctx = {"commit": f"main-{self.main_seq}", "base": self.main_seq, "pr": None, "run": f"run-{self.runn}",
-               "retries": 1, "kind": "nightly"}
-        self.run_pipeline(t, [("unit", self.by_suite["unit"], 4), ("integration", self.by_suite["integration"], 5),
-                              ("e2e", self.by_suite["e2e"], 2), ("nightly", self.by_suite["nightly"], 3),
-                              ("mac", self.by_suite["mac"] + [x for x in self.by_suite["unit"] if x.mac], 1),
-                              ("gpu", self.by_suite["gpu"], 2)], ctx)
+        ctx = {
+            "commit": f"main-{self.main_seq}",
+            "base": self.main_seq,
+            "pr": None,
+            "run": f"run-{self.runn}",
+            "retries": 1,
+            "kind": "nightly",
+        }
+        self.run_pipeline(
+            t,
+            [
+                ("unit", self.by_suite["unit"], 4),
+                ("integration", self.by_suite["integration"], 5),
+                ("e2e", self.by_suite["e2e"], 2),
+                ("nightly", self.by_suite["nightly"], 3),
+                ("mac", self.by_suite["mac"] + [x for x in self.by_suite["unit"] if x.mac], 1),
+                ("gpu", self.by_suite["gpu"], 2),
+            ],
+            ctx,
+        )
 
     def ev_weekly(self, t, d):
         self.runn += 1
-        ctx = {"commit": f"main-{self.main_seq}", "base": self.main_seq, "pr": None, "run": f"run-{self.runn}",
-               "retries": 0, "kind": "weekly"}
+        ctx = {
+            "commit": f"main-{self.main_seq}",
+            "base": self.main_seq,
+            "pr": None,
+            "run": f"run-{self.runn}",
+            "retries": 0,
+            "kind": "weekly",
+        }
         self.run_pipeline(t, [("weekly", self.by_suite["weekly"], 2)], ctx)
 
     def ev_rerun(self, t, d):
@@ -934,7 +1354,9 @@ class Sim:
             for i, part in enumerate(parts):
                 if not part:
                     continue
-                end, bad = self.run_job(t + self.rng.uniform(0, 60), suite, part, ctx, 1, shard=f"{i + 1}/{nj}")
+                end, bad = self.run_job(
+                    t + self.rng.uniform(0, 60), suite, part, ctx, 1, shard=f"{i + 1}/{nj}"
+                )
                 ends.append(end)
                 failed = failed or bad
         return ends, failed
@@ -988,8 +1410,16 @@ class Sim:
         img = auto_image(f, r, t) if f.pools[pool]["kind"] == "auto" else r.image(t)
         if f.pools[pool]["kind"] == "auto":
             r.images = [(r.t0, img)]
-        ident = {"id": r.id, "name": r.id, "machine": r.machine, "pool": pool, "image": img, "labels": r.labels,
-                 "provider": r.provider, "ephemeral": False}
+        ident = {
+            "id": r.id,
+            "name": r.id,
+            "machine": r.machine,
+            "pool": pool,
+            "image": img,
+            "labels": r.labels,
+            "provider": r.provider,
+            "ephemeral": False,
+        }
         if r.shard:
             ident["shard"] = r.shard
         now = t + rng.uniform(120, 600)  # checkout, build, dependency restore, containers up
@@ -1018,10 +1448,16 @@ class Sim:
                     now = r.preempt
                     cause = "preempt"
                     for o in self.outages:
-                        if o["sort"] == "preempt-wave" and o["region"] == r.az and o["start"] <= now <= o["end"]:
+                        if (
+                            o["sort"] == "preempt-wave"
+                            and o["region"] == r.az
+                            and o["start"] <= now <= o["end"]
+                        ):
                             cause = o["id"]
                     msg = "The runner has received a shutdown signal (spot instance reclaimed); the operation was canceled"
-                    self.emit(x, "error", now, dd, job, ctx, attempt + a, ident, msg, cause, r, pool, img, results)
+                    self.emit(
+                        x, "error", now, dd, job, ctx, attempt + a, ident, msg, cause, r, pool, img, results
+                    )
                     preempted = True
                     break
                 out, cause, msg, dd = self.outcome(x, r, pool, img, now, ctx, ran, d)
@@ -1040,20 +1476,32 @@ class Sim:
             r.t1 = end + 60
         arrive = end + rng.uniform(3, 90)
         if pool == "mac":
-            self.junit_jobs.append((arrive, {"job": job, "run": ctx["run"], "ident": ident, "results": results}))
+            self.junit_jobs.append(
+                (arrive, {"job": job, "run": ctx["run"], "ident": ident, "results": results})
+            )
         else:
             dup = rng.random() < 0.01
             for rec in results:
-                self.f.feed.append((int(arrive * 1000), "result", r.id, json.dumps(rec, separators=(",", ":"))))
+                self.f.feed.append(
+                    (int(arrive * 1000), "result", r.id, json.dumps(rec, separators=(",", ":")))
+                )
                 if dup:
-                    self.f.feed.append((int((arrive + 40) * 1000), "result", r.id, json.dumps(rec, separators=(",", ":"))))
+                    self.f.feed.append(
+                        (int((arrive + 40) * 1000), "result", r.id, json.dumps(rec, separators=(",", ":")))
+                    )
         if preempted:
-            self.push(now + rng.uniform(60, 240), "rerun", {"suite": suite, "tests": tests, "ctx": ctx,
-                                                            "attempt": attempt + 1})
+            self.push(
+                now + rng.uniform(60, 240),
+                "rerun",
+                {"suite": suite, "tests": tests, "ctx": ctx, "attempt": attempt + 1},
+            )
             return now, False
         if job_failed and ctx["kind"] == "pr" and rng.random() < 0.3 and attempt < 3:
-            self.push(end + rng.uniform(3, 60) * MIN, "rerun", {"suite": suite, "tests": tests, "ctx": ctx,
-                                                                "attempt": attempt + 1})
+            self.push(
+                end + rng.uniform(3, 60) * MIN,
+                "rerun",
+                {"suite": suite, "tests": tests, "ctx": ctx, "attempt": attempt + 1},
+            )
         return end, job_failed
 
     def ftime(self, t):
@@ -1066,8 +1514,17 @@ class Sim:
         return iso_utc(t)
 
     def rec(self, x, out, now, d, job, ctx, attempt, ident, msg):
-        rec = {"test_id": x.id, "outcome": out, "time": self.ftime(now), "duration_s": round(d, 3), "job_id": job,
-               "run_id": ctx["run"], "attempt": attempt, "commit": ctx["commit"], "runner": ident}
+        rec = {
+            "test_id": x.id,
+            "outcome": out,
+            "time": self.ftime(now),
+            "duration_s": round(d, 3),
+            "job_id": job,
+            "run_id": ctx["run"],
+            "attempt": attempt,
+            "commit": ctx["commit"],
+            "runner": ident,
+        }
         if msg:
             rec["message"] = msg
         rec["_t"] = now
@@ -1112,20 +1569,35 @@ class Sim:
                     return out, fl.id, msg, dur if dur is not None else d
         for fl in self.image_faults:
             if img == fl.params["image"] and (x.tags & fl.tags) and rng.random() < 0.92:
-                return "failed", fl.id, "ssl.SSLCertVerificationError: certificate verify failed: unable to get local issuer certificate", d * 0.3
+                return (
+                    "failed",
+                    fl.id,
+                    "ssl.SSLCertVerificationError: certificate verify failed: unable to get local issuer certificate",
+                    d * 0.3,
+                )
         for o in self.outages:
-            if o["p"] and o["start"] <= now < o["end"] and (x.tags & o["tags"]):
-                if o["region"] is None or o["region"] == r.az:
-                    if rng.random() < o["p"]:
-                        return "error", o["id"], o["msg"], d + rng.uniform(5, 30)
+            if (
+                o["p"]
+                and o["start"] <= now < o["end"]
+                and (x.tags & o["tags"])
+                and (o["region"] is None or o["region"] == r.az)
+                and rng.random() < o["p"]
+            ):
+                return "error", o["id"], o["msg"], d + rng.uniform(5, 30)
         # the test itself
         p = x.base
         out = "failed"
         msg = "AssertionError"
         if x.kind in ("flaky", "new", "quarantined", "gpuflaky"):
             p = x.rate
-            msg = rng.choice(["AssertionError: expected 200, got 503", "TimeoutError: waited 5.0s",
-                              "AssertionError: lists differ", "ConnectionResetError"])
+            msg = rng.choice(
+                [
+                    "AssertionError: expected 200, got 503",
+                    "TimeoutError: waited 5.0s",
+                    "AssertionError: lists differ",
+                    "ConnectionResetError",
+                ]
+            )
         elif x.kind == "load":
             p = x.rate * (0.3 + 3.5 * f.load(now))
             msg = "TimeoutError: request took longer than 10s"
@@ -1177,11 +1649,21 @@ class Sim:
         elif s == "dockerdisk":
             if "docker" in x.tags:
                 frac = min(1.0, (now - fl.onset) / (0.7 * DAY))
-                return 0.25 + 0.65 * frac, "error", "docker: failed to register layer: write /var/lib/docker/overlay2/...: no space left on device", None
+                return (
+                    0.25 + 0.65 * frac,
+                    "error",
+                    "docker: failed to register layer: write /var/lib/docker/overlay2/...: no space left on device",
+                    None,
+                )
         elif s == "clockjump":
             off = clock_offset(fl, now)
             if x.tol is not None and abs(off) > x.tol:
-                return 0.9, "failed", f"AssertionError: token not yet valid / skew {off:+.0f}s exceeds {x.tol}s leeway", None
+                return (
+                    0.9,
+                    "failed",
+                    f"AssertionError: token not yet valid / skew {off:+.0f}s exceeds {x.tol}s leeway",
+                    None,
+                )
         elif s == "busyslow":
             if "timing" in x.tags:
                 p = 0.5 if f.load(now) >= 0.6 else 0.04
@@ -1189,26 +1671,51 @@ class Sim:
         elif s == "cgroupoom":
             if "bigmem" in x.tags or ("docker" in x.tags and rng.random() < 0.5):
                 self.oom_events[r.machine].append(now)
-                return 0.85, "error", "worker 'gw1' crashed while running the test (signal 9, OOM-killed in cgroup)", None
+                return (
+                    0.85,
+                    "error",
+                    "worker 'gw1' crashed while running the test (signal 9, OOM-killed in cgroup)",
+                    None,
+                )
         elif s == "oomlarge":
             if "bigmem" in x.tags:
                 self.oom_events[r.machine].append(now)
                 return 0.8, "error", "worker 'gw0' crashed while running the test (Killed)", None
         elif s == "cachepoison":
             if x.cache == fl.params["key"]:
-                return 0.9, "failed", "zlib.error: Error -3 while decompressing data: invalid stored block lengths", None
+                return (
+                    0.9,
+                    "failed",
+                    "zlib.error: Error -3 while decompressing data: invalid stored block lengths",
+                    None,
+                )
         elif s == "drained":
             if "fs" in x.tags and now < fl.params["drain"]:
                 frac = min(1.0, (now - fl.onset) / (6 * H))
                 return 0.3 + 0.6 * frac, "error", "OSError: [Errno 28] No space left on device", None
         elif s == "noagent":
             if "fs" in x.tags:
-                return 0.9, "error", "OSError: [Errno 30] Read-only file system: '/home/runner/work/_temp'", None
+                return (
+                    0.9,
+                    "error",
+                    "OSError: [Errno 30] Read-only file system: '/home/runner/work/_temp'",
+                    None,
+                )
         elif s == "lowtraffic":
             frac = min(1.0, (now - fl.onset) / DAY)
-            return 0.2 + 0.7 * frac, "failed", "error: couldn't write to DerivedData: No space left on device", None
+            return (
+                0.2 + 0.7 * frac,
+                "failed",
+                "error: couldn't write to DerivedData: No space left on device",
+                None,
+            )
         elif s == "gpuxid":
-            return 0.95, "error", "RuntimeError: CUDA error: unknown error (Xid 79: GPU has fallen off the bus)", None
+            return (
+                0.95,
+                "error",
+                "RuntimeError: CUDA error: unknown error (Xid 79: GPU has fallen off the bus)",
+                None,
+            )
         return None
 
 
@@ -1246,7 +1753,6 @@ def make_reports(f: Fleet, sim: Sim, faults, herrings, target):
     for x in faults + herrings:
         for rid in x.runners:
             by_r[rid].append(x)
-    img_faults = [x for x in faults if x.kind == "image"]
     late_agent = rng.choice([r.id for r in f.runners if r.agent and f.pools[r.pool]["kind"] != "auto"])
     late_span = f.start + rng.uniform(0.5, 0.9) * f.days * DAY
     late_span = (late_span, late_span + rng.uniform(2, 5) * H)
@@ -1276,16 +1782,24 @@ def make_reports(f: Fleet, sim: Sim, faults, herrings, target):
             psi_full = rng.uniform(0, 0.1)
             off = rng.gauss(0, 0.004)
             caches = {}
-            day = int((t + f.tz * H - 4 * H - (hash_int(r.id) % 5400)) // DAY)  # daily refresh at 04:00, spread 90 min
+            day = int(
+                (t + f.tz * H - 4 * H - (hash_int(r.id) % 5400)) // DAY
+            )  # daily refresh at 04:00, spread 90 min
             for k in pool["caches"]:
-                caches[k] = hx(k, day if f.pools[r.pool]["kind"] != "auto" else int((r.t0 + f.tz * H - 4 * H) // DAY))[:16]
+                caches[k] = hx(
+                    k, day if f.pools[r.pool]["kind"] != "auto" else int((r.t0 + f.tz * H - 4 * H) // DAY)
+                )[:16]
             for x in by_r[r.id]:
                 s = x.sort
                 if s == "dockerdisk":
                     t0 = x.params["fill_start"]
                     if t >= t0 and (x.end is None or t < x.end):
                         frac = min(1.0, (t - t0) / (x.onset - t0))
-                        dock = max(0.001, dock_free * (1 - frac) * 0.98 + 0.02 * (1 - frac)) if frac < 1 else rng.uniform(0.0, 0.004)
+                        dock = (
+                            max(0.001, dock_free * (1 - frac) * 0.98 + 0.02 * (1 - frac))
+                            if frac < 1
+                            else rng.uniform(0.0, 0.004)
+                        )
                     elif x.end is not None and t >= x.end:
                         dock = dock_free + 0.1
                 elif s == "clockjump":
@@ -1309,7 +1823,11 @@ def make_reports(f: Fleet, sim: Sim, faults, herrings, target):
                 elif s == "warn-disk" and x.active(t):
                     fs["/"] = rng.uniform(0.04, 0.07)
                 elif s == "warn-mem" and x.active(t):
-                    avail, psi_some, psi_full = rng.uniform(0.05, 0.09), rng.uniform(5, 15), rng.uniform(0.5, 3)
+                    avail, psi_some, psi_full = (
+                        rng.uniform(0.05, 0.09),
+                        rng.uniform(5, 15),
+                        rng.uniform(0.5, 3),
+                    )
                 elif s == "warn-clock" and x.active(t):
                     off += rng.uniform(1.2, 3.0)
                 elif s == "warn-docker" and x.active(t):
@@ -1318,41 +1836,108 @@ def make_reports(f: Fleet, sim: Sim, faults, herrings, target):
             paths = []
             for p, fr in fs.items():
                 fr = min(1.0, max(0.0, fr))
-                paths.append({"path": p, "mount_point": "/" if p != "/tmp" else "/tmp", "device": "/dev/nvme0n1p1",
-                              "total_bytes": 400 * 2**30, "free_bytes": int(fr * 400 * 2**30), "free_ratio": round(fr, 4),
-                              "inodes_total": 26_000_000, "inodes_free": 20_000_000, "inodes_free_ratio": 0.77,
-                              "read_only": ro, "write_probe_ok": not ro and fr > 0.0005})
+                paths.append(
+                    {
+                        "path": p,
+                        "mount_point": "/" if p != "/tmp" else "/tmp",
+                        "device": "/dev/nvme0n1p1",
+                        "total_bytes": 400 * 2**30,
+                        "free_bytes": int(fr * 400 * 2**30),
+                        "free_ratio": round(fr, 4),
+                        "inodes_total": 26_000_000,
+                        "inodes_free": 20_000_000,
+                        "inodes_free_ratio": 0.77,
+                        "read_only": ro,
+                        "write_probe_ok": not ro and fr > 0.0005,
+                    }
+                )
             if pool["watch_docker"]:
                 dock = min(1.0, max(0.0, dock))
-                paths.append({"path": "/var/lib/docker", "mount_point": "/var/lib/docker", "device": "/dev/nvme1n1",
-                              "total_bytes": 200 * 2**30, "free_bytes": int(dock * 200 * 2**30),
-                              "free_ratio": round(dock, 4), "inodes_total": 13_000_000, "inodes_free": 12_000_000,
-                              "inodes_free_ratio": 0.92, "read_only": False, "write_probe_ok": dock > 0.0005})
+                paths.append(
+                    {
+                        "path": "/var/lib/docker",
+                        "mount_point": "/var/lib/docker",
+                        "device": "/dev/nvme1n1",
+                        "total_bytes": 200 * 2**30,
+                        "free_bytes": int(dock * 200 * 2**30),
+                        "free_ratio": round(dock, 4),
+                        "inodes_total": 13_000_000,
+                        "inodes_free": 12_000_000,
+                        "inodes_free_ratio": 0.92,
+                        "read_only": False,
+                        "write_probe_ok": dock > 0.0005,
+                    }
+                )
             dstat = "problem" if any(p["free_ratio"] < 0.02 for p in paths) else "ok"
             servers = []
-            for i, s in enumerate(["0.pool.ntp.org", "1.pool.ntp.org", "time.cloudflare.com"]):
-                servers.append({"server": s, "offset_s": round(off + rng.gauss(0, 0.003), 4),
-                                "delay_s": round(rng.uniform(0.002, 0.04), 4), "stratum": 2})
+            for s in ["0.pool.ntp.org", "1.pool.ntp.org", "time.cloudflare.com"]:
+                servers.append(
+                    {
+                        "server": s,
+                        "offset_s": round(off + rng.gauss(0, 0.003), 4),
+                        "delay_s": round(rng.uniform(0.002, 0.04), 4),
+                        "stratum": 2,
+                    }
+                )
             offs = sorted(s["offset_s"] for s in servers)
-            mem = {"check": "memory", "status": "problem" if n_oom else "ok", "total_bytes": mem_total,
-                   "available_bytes": int(avail * mem_total), "available_ratio": round(avail, 4), "swap_used_bytes": 0,
-                   "psi_some_avg10": round(psi_some, 2), "psi_some_avg60": round(psi_some * 0.8, 2),
-                   "psi_full_avg10": round(psi_full, 2), "psi_full_avg60": round(psi_full * 0.8, 2), "oom_kills": n_oom}
+            mem = {
+                "check": "memory",
+                "status": "problem" if n_oom else "ok",
+                "total_bytes": mem_total,
+                "available_bytes": int(avail * mem_total),
+                "available_ratio": round(avail, 4),
+                "swap_used_bytes": 0,
+                "psi_some_avg10": round(psi_some, 2),
+                "psi_some_avg60": round(psi_some * 0.8, 2),
+                "psi_full_avg10": round(psi_full, 2),
+                "psi_full_avg60": round(psi_full * 0.8, 2),
+                "oom_kills": n_oom,
+            }
             if n_oom:
                 mem["reason"] = "OomKills"
             disk = {"check": "disk", "status": dstat, "paths": paths}
             if dstat == "problem":
                 disk["reason"] = "DiskFull"
-            clock = {"check": "clock", "status": "problem" if abs(offs[1]) > 1 else "ok", "offset_s": offs[1],
-                     "servers": servers}
-            cache = {"check": "cache", "status": "ok",
-                     "caches": [{"key": k, "path": f"/home/runner/.cache/{k}", "digest": v, "files": 1200,
-                                 "bytes": 3 * 2**30} for k, v in caches.items()]}
-            ident = {"id": r.id, "name": r.id, "machine": r.machine, "pool": r.pool,
-                     "image": (auto_image(f, r, t) if pool["kind"] == "auto" else r.image(t)), "labels": r.labels,
-                     "provider": r.provider, "ephemeral": False}
-            rep = {"agent_id": r.id, "boot_id": boot, "seq": seq, "observed_at": iso_utc(t), "runner": ident,
-                   "readings": [disk, mem, clock, cache], "dropped": 0, "agent_version": "0.9.3"}
+            clock = {
+                "check": "clock",
+                "status": "problem" if abs(offs[1]) > 1 else "ok",
+                "offset_s": offs[1],
+                "servers": servers,
+            }
+            cache = {
+                "check": "cache",
+                "status": "ok",
+                "caches": [
+                    {
+                        "key": k,
+                        "path": f"/home/runner/.cache/{k}",
+                        "digest": v,
+                        "files": 1200,
+                        "bytes": 3 * 2**30,
+                    }
+                    for k, v in caches.items()
+                ],
+            }
+            ident = {
+                "id": r.id,
+                "name": r.id,
+                "machine": r.machine,
+                "pool": r.pool,
+                "image": (auto_image(f, r, t) if pool["kind"] == "auto" else r.image(t)),
+                "labels": r.labels,
+                "provider": r.provider,
+                "ephemeral": False,
+            }
+            rep = {
+                "agent_id": r.id,
+                "boot_id": boot,
+                "seq": seq,
+                "observed_at": iso_utc(t),
+                "runner": ident,
+                "readings": [disk, mem, clock, cache],
+                "dropped": 0,
+                "agent_version": "0.9.3",
+            }
             arrive = t + rng.uniform(1, 20)
             if r.id == late_agent and late_span[0] <= t < late_span[1]:
                 arrive = late_span[1] + rng.uniform(30, 300)
@@ -1360,7 +1945,9 @@ def make_reports(f: Fleet, sim: Sim, faults, herrings, target):
             seq += 1
             prev = t
             t += interval * rng.uniform(0.85, 1.15)
-            if f.pools[r.pool]["kind"] != "auto" and rng.random() < 0.0015:  # a reboot: new boot id, seq from 0
+            if (
+                f.pools[r.pool]["kind"] != "auto" and rng.random() < 0.0015
+            ):  # a reboot: new boot id, seq from 0
                 boot = hx("boot", r.id, t)[:12]
                 seq = 0
     return reports, interval
@@ -1382,13 +1969,17 @@ def junit_xml(f: Fleet, job: dict) -> str:
         fails = sum(1 for r in recs if r["outcome"] == "failed")
         errs = sum(1 for r in recs if r["outcome"] == "error")
         skips = sum(1 for r in recs if r["outcome"] == "skipped")
-        out.append(f'<testsuite name="pytest" errors="{errs}" failures="{fails}" skipped="{skips}" tests="{len(recs)}" '
-                   f'timestamp="{stamp}" hostname="{job["ident"]["machine"]}">')
+        out.append(
+            f'<testsuite name="pytest" errors="{errs}" failures="{fails}" skipped="{skips}" tests="{len(recs)}" '
+            f'timestamp="{stamp}" hostname="{job["ident"]["machine"]}">'
+        )
         cls = mod[:-3].replace("/", ".")
         for r in recs:
             name = r["test_id"].split("::", 1)[1]
-            out.append(f'<testcase classname={quoteattr(cls)} name={quoteattr(name)} file={quoteattr(mod)} '
-                       f'time="{r["duration_s"]:.3f}">')
+            out.append(
+                f"<testcase classname={quoteattr(cls)} name={quoteattr(name)} file={quoteattr(mod)} "
+                f'time="{r["duration_s"]:.3f}">'
+            )
             m = quoteattr(r.get("message") or "")
             if r["outcome"] == "failed":
                 out.append(f"<failure message={m}>{r.get('message', '')}</failure>")
@@ -1438,9 +2029,17 @@ def main():
                 r.pop("commit", None)
         xml = junit_xml(f, job)
         ident = job["ident"]
-        params = {"runner_id": ident["id"], "pool": ident["pool"], "machine": ident["machine"],
-                  "image": ident["image"], "job_id": job["job"], "run_id": job["run"]}
-        junit_feed.append((int(arrive * 1000), "junit", ident["id"], json.dumps({"params": params, "xml": xml})))
+        params = {
+            "runner_id": ident["id"],
+            "pool": ident["pool"],
+            "machine": ident["machine"],
+            "image": ident["image"],
+            "job_id": job["job"],
+            "run_id": job["run"],
+        }
+        junit_feed.append(
+            (int(arrive * 1000), "junit", ident["id"], json.dumps({"params": params, "xml": xml}))
+        )
     # the JUnit timestamps are whole seconds: fix failure rows of the mac pool to match
     mac_runners = {r.id for r in f.runners if r.pool == "mac"}
     f.failrows = [(float(int(row[0])) if row[2] in mac_runners else row[0], *row[1:]) for row in f.failrows]
@@ -1449,7 +2048,7 @@ def main():
     keep = {id(r) for r in results}
     feed = [x for x in f.feed]
     feed += junit_feed
-    for t, arrive, sender, rep in reports:
+    for _t, arrive, sender, rep in reports:
         feed.append((int(arrive * 1000), "report", sender, json.dumps(rep, separators=(",", ":"))))
         if f.rng.random() < 0.005:
             feed.append((int((arrive + 30) * 1000), "report", sender, json.dumps(rep, separators=(",", ":"))))
@@ -1472,7 +2071,7 @@ def main():
         d = dict(r)
         t_ev = d.pop("_t")
         events.append((t_ev, json.dumps(d, separators=(",", ":"))))
-    for t, arrive, sender, rep in reports:
+    for t, _arrive, _sender, rep in reports:
         events.append((t, json.dumps({"kind": "report", **rep}, separators=(",", ":"))))
     events.sort(key=lambda x: x[0])
     with open(out / "history.ndjson", "w") as fh:
@@ -1497,20 +2096,37 @@ def main():
         runners = sorted(x.runners)
         end = x.end
         if x.kind == "image":
-            vms = [r for r in f.runners if f.pools[r.pool]["kind"] == "auto" and auto_image(f, r, r.t0) == x.params["image"]]
+            vms = [
+                r
+                for r in f.runners
+                if f.pools[r.pool]["kind"] == "auto" and auto_image(f, r, r.t0) == x.params["image"]
+            ]
             runners = sorted(r.id for r in vms)
             if end is not None and vms:
                 end = max(end, max(r.t1 for r in vms))  # VMs booted with it keep it until replaced
         weak = st["failures"] < 10 or len(st["tests"]) < 4 or len(st["jobs"]) < 3
-        return {"id": x.id, "sort": x.sort, "kind": x.kind, "entity": x.entity, "sick": x.sick, "accept": x.accept,
-                "runners": runners, "dimensions": x.dims,
-                "expected_state": x.state.split("|")[0] if x.sick else "warning",
-                "accept_states": x.state.split("|"), "onset": iso_utc(x.onset),
-                "end": iso_utc(end) if end and end < f.end else None, "gradual": x.gradual,
-                "failures": st["failures"], "distinct_tests": len(st["tests"]), "jobs": len(st["jobs"]),
-                "first_failure": iso_utc(st["first"]) if st["first"] else None,
-                "last_failure": iso_utc(st["last"]) if st["last"] else None,
-                "weak": weak if x.sick else True, "note": x.note}
+        return {
+            "id": x.id,
+            "sort": x.sort,
+            "kind": x.kind,
+            "entity": x.entity,
+            "sick": x.sick,
+            "accept": x.accept,
+            "runners": runners,
+            "dimensions": x.dims,
+            "expected_state": x.state.split("|")[0] if x.sick else "warning",
+            "accept_states": x.state.split("|"),
+            "onset": iso_utc(x.onset),
+            "end": iso_utc(end) if end and end < f.end else None,
+            "gradual": x.gradual,
+            "failures": st["failures"],
+            "distinct_tests": len(st["tests"]),
+            "jobs": len(st["jobs"]),
+            "first_failure": iso_utc(st["first"]) if st["first"] else None,
+            "last_failure": iso_utc(st["last"]) if st["last"] else None,
+            "weak": weak if x.sick else True,
+            "note": x.note,
+        }
 
     entities = [e_row(x, sim.fault_stats[x.id]) for x in faults] + [e_row(x) for x in herrings]
     for e in entities:
@@ -1520,44 +2136,93 @@ def main():
     for o in outages:
         st = sim.out_stats[o["id"]]
         allowed = bool(o.get("allowed"))
-        outs.append({"id": o["id"], "sort": o["sort"], "region": o["region"], "start": iso_utc(o["start"]),
-                     "end": iso_utc(o["end"]), "failures": st["failures"], "hosts": len(st["hosts"]),
-                     "allowed": allowed, "weak": allowed or st["failures"] < 15 or len(st["hosts"]) < 2})
+        outs.append(
+            {
+                "id": o["id"],
+                "sort": o["sort"],
+                "region": o["region"],
+                "start": iso_utc(o["start"]),
+                "end": iso_utc(o["end"]),
+                "failures": st["failures"],
+                "hosts": len(st["hosts"]),
+                "allowed": allowed,
+                "weak": allowed or st["failures"] < 15 or len(st["hosts"]) < 2,
+            }
+        )
     tt = {}
     for tid, x in sorted(tests.items()):
         st = sim.tstats[tid]
         label = x.label
-        accept = {"healthy": ["healthy"], "flaky": ["flaky"], "broken": ["broken"],
-                  "broken-fixed": ["broken", "healthy"], "platform": ["platform"]}[label]
+        accept = {
+            "healthy": ["healthy"],
+            "flaky": ["flaky"],
+            "broken": ["broken"],
+            "broken-fixed": ["broken", "healthy"],
+            "platform": ["platform"],
+        }[label]
         if x.kind == "branch":
             accept = ["healthy", "broken"]
         own = st["own"]
         weak = (label == "flaky" and own < 5) or (label in ("broken", "broken-fixed", "platform") and own < 5)
-        tt[tid] = {"label": label, "kind": x.kind, "accept": accept, "rate": round(x.rate, 4) if label == "flaky" else None,
-                   "suite": x.suite, "runs": st["runs"], "failures": st["failures"], "own_failures": own,
-                   "base_rate": x.base, "causes": dict(st["causes"]), "n_runners": len(st["runners"]),
-                   "pools": sorted(st["pools"]), "quarantined": x.quarantined,
-                   "added": iso_utc(x.added) if x.added else None,
-                   "broken_from": iso_utc(x.broken_from) if x.broken_from else None,
-                   "fixed_at": iso_utc(x.fix_at) if x.fix_at else None, "weak": weak}
+        tt[tid] = {
+            "label": label,
+            "kind": x.kind,
+            "accept": accept,
+            "rate": round(x.rate, 4) if label == "flaky" else None,
+            "suite": x.suite,
+            "runs": st["runs"],
+            "failures": st["failures"],
+            "own_failures": own,
+            "base_rate": x.base,
+            "causes": dict(st["causes"]),
+            "n_runners": len(st["runners"]),
+            "pools": sorted(st["pools"]),
+            "quarantined": x.quarantined,
+            "added": iso_utc(x.added) if x.added else None,
+            "broken_from": iso_utc(x.broken_from) if x.broken_from else None,
+            "fixed_at": iso_utc(x.fix_at) if x.fix_at else None,
+            "weak": weak,
+        }
     runners_meta = {}
     for r in f.runners:
         imgs = sorted({i for _, i in r.images if i})
         if f.pools[r.pool]["kind"] == "auto":
             imgs = [auto_image(f, r, r.t0)]
-        runners_meta[r.id] = {"machine": r.machine, "pool": r.pool, "az": r.az, "images": imgs, "agent": r.agent,
-                              "spot": r.spot, "preempted": r.preempt is not None, "jobs": r.jobs,
-                              "from": iso_utc(max(r.t0, f.start)), "to": iso_utc(min(r.t1, f.end))}
-    agents = sorted(r.id for r in f.runners if r.agent and f.pools[r.pool]["kind"] != "auto"
-                    and r.pool not in ("mac",))
+        runners_meta[r.id] = {
+            "machine": r.machine,
+            "pool": r.pool,
+            "az": r.az,
+            "images": imgs,
+            "agent": r.agent,
+            "spot": r.spot,
+            "preempted": r.preempt is not None,
+            "jobs": r.jobs,
+            "from": iso_utc(max(r.t0, f.start)),
+            "to": iso_utc(min(r.t1, f.end)),
+        }
+    agents = sorted(
+        r.id for r in f.runners if r.agent and f.pools[r.pool]["kind"] != "auto" and r.pool not in ("mac",)
+    )
     arng = random.Random(seed)
     truth = {
-        "seed": seed, "shape": f.shape, "start": iso_utc(f.start), "end": iso_utc(f.end), "days": f.days,
-        "tz_offset_h": f.tz, "time_format": f.timefmt,
+        "seed": seed,
+        "shape": f.shape,
+        "start": iso_utc(f.start),
+        "end": iso_utc(f.end),
+        "days": f.days,
+        "tz_offset_h": f.tz,
+        "time_format": f.timefmt,
         "holiday": [iso_utc(x) for x in f.holiday] if f.holiday else None,
         "freeze": [iso_utc(x) for x in f.freeze] if f.freeze else None,
-        "pools": {p: {"kind": d["kind"], "suites": d["suites"], "watch_docker": d["watch_docker"],
-                      "runners": d["runners"]} for p, d in f.pools.items()},
+        "pools": {
+            p: {
+                "kind": d["kind"],
+                "suites": d["suites"],
+                "watch_docker": d["watch_docker"],
+                "runners": d["runners"],
+            }
+            for p, d in f.pools.items()
+        },
         "hosts": {m: rs for m, rs in f.machines.items()},
         "ephemeral_machines": [],
         "runners_meta": runners_meta,
@@ -1567,18 +2232,38 @@ def main():
         "tests": tt,
         "agent_token_runners": arng.sample(agents, min(2, len(agents))),
         "report_interval_s": round(interval),
-        "feed": {"backfill_until_ms": cut, "unique_results": n_results, "unique_reports": n_reports,
-                 "junit_jobs": len(junit_feed), "first_arrival_ms": arrivals[0] if arrivals else None},
-        "counts": {"results": n_results, "reports": n_reports, "jobs": sim.jobn, "runs": sim.runn,
-                   "prs": sim.pr_n, "merged": sim.main_seq, "vms": sum(1 for r in f.runners if f.pools[r.pool]["kind"] == "auto")},
+        "feed": {
+            "backfill_until_ms": cut,
+            "unique_results": n_results,
+            "unique_reports": n_reports,
+            "junit_jobs": len(junit_feed),
+            "first_arrival_ms": arrivals[0] if arrivals else None,
+        },
+        "counts": {
+            "results": n_results,
+            "reports": n_reports,
+            "jobs": sim.jobn,
+            "runs": sim.runn,
+            "prs": sim.pr_n,
+            "merged": sim.main_seq,
+            "vms": sum(1 for r in f.runners if f.pools[r.pool]["kind"] == "auto"),
+        },
     }
     (out / "truth.json").write_text(json.dumps(truth, indent=1))
     sick = [e for e in entities if e["sick"]]
-    print(f"seed {seed}: {f.shape}, {f.days} d, {len(f.runners)} runners ({truth['counts']['vms']} autoscaled VMs), "
-          f"{n_results} results, {n_reports} reports (every {interval:.0f} s), {sim.jobn} jobs, {sim.pr_n} PRs; "
-          f"faults: " + ", ".join(f"{e['id']} {e['sort']} {e['kind']} {e['entity']} {e['failures']}f/"
-                                  f"{e['distinct_tests']}t{' weak' if e['weak'] else ''}" for e in sick)
-          + "; outages: " + ", ".join(f"{o['id']} {o['sort']} {o['failures']}f" for o in outs), file=sys.stderr)
+    print(
+        f"seed {seed}: {f.shape}, {f.days} d, {len(f.runners)} runners ({truth['counts']['vms']} autoscaled VMs), "
+        f"{n_results} results, {n_reports} reports (every {interval:.0f} s), {sim.jobn} jobs, {sim.pr_n} PRs; "
+        f"faults: "
+        + ", ".join(
+            f"{e['id']} {e['sort']} {e['kind']} {e['entity']} {e['failures']}f/"
+            f"{e['distinct_tests']}t{' weak' if e['weak'] else ''}"
+            for e in sick
+        )
+        + "; outages: "
+        + ", ".join(f"{o['id']} {o['sort']} {o['failures']}f" for o in outs),
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":
