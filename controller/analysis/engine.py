@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from common.timeutil import iso, to_ms
 from controller.analysis.attribution import Burst, find_clusters, in_stretch
@@ -25,6 +26,10 @@ from controller.analysis.outages import Outage, find_outages, find_pool_outages,
 from controller.analysis.verdict import build_incident
 
 HEALTH_ORDER = {"healthy": 0, "warning": 1, "suspect": 2, "sick": 3}
+# The hours either side of an outage whose runs no incident holds show what those runs usually fail,
+# and how far beyond that they must fail in it for the outage to stand beside incidents.
+OUTAGE_AROUND_MS = 6 * 3_600_000
+OUTAGE_BESIDE_P = 1e-3
 
 
 @dataclass
@@ -103,13 +108,16 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     # An incident found beside an outage of some tests may hold that outage's failures too: a pool
     # whose file server fails a dozen tests together, little else, is no outage of what they share.
     by_incident = discount >= 0
-    outage_dicts = []
-    for number, outage in enumerate(outages, start=1):
-        outage_id = f"outage-{number}"
-        outage_dicts.append(_outage_dict(outage_id, outage, frame))
+    outage_dicts: list[dict[str, Any]] = []
+    for outage in outages:
         inside = selected & outage_rows(frame.time_ms, pool, outage)
+        if _incidents_hold(outage, inside, selected & ~in_outage, by_incident, frame):
+            continue
+        outage_id = f"outage-{len(outage_dicts) + 1}"
+        outage_dicts.append(_outage_dict(outage_id, outage, frame))
         reasons.append(outage_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
+    of_places = len(outage_dicts)  # the outages of the fleet or of pools; those of tests follow
     anchors: list[tuple[int, int, frozenset[int]]] = []  # per outage of tests: its span and its tests
     for group_outage, inside in zip(group_outages, in_group_outage, strict=True):
         if _an_incidents_failures(inside, by_incident, frame):
@@ -144,7 +152,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         )
         reasons.append(burst_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
-    _join_companions(frame, selected, discount, reasons, outage_dicts[len(outages) :], anchors, config)
+    _join_companions(frame, selected, discount, reasons, outage_dicts[of_places:], anchors, config)
     resource_bad, resource_seen = _resource_pressure(frame, badness, config)
     release_own_runs(frame, selected & ~resource_bad, discount, len(incidents), config)
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
@@ -168,9 +176,34 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
 
 
 def _an_incidents_failures(rows: np.ndarray, by_incident: np.ndarray, frame: Frame) -> bool:
-    """Whether most failures among `rows` (an outage of some tests) are charged to incidents."""
+    """Whether most failures among `rows` (an outage's) are charged to incidents."""
     failed = rows & frame.fail
     return bool(failed.any() and by_incident[failed].mean() >= 0.8)
+
+
+def _incidents_hold(
+    outage: Outage, inside: np.ndarray, outside: np.ndarray, by_incident: np.ndarray, frame: Frame
+) -> bool:
+    """Whether an outage of the fleet or of pools was the incidents' failures: two sick places
+    bursting in the same hour (a pool's file server, a bad image on another pool) look like one. Most
+    of its failures are charged to incidents, and the runs no incident holds (`inside` it; `outside`
+    every outage) failed in it no more than in the hours around. In a real outage beside sick
+    runners, the healthy ones fail too."""
+    if not _an_incidents_failures(inside, by_incident, frame):
+        return False
+    time_ms, fail = frame.time_ms, frame.fail
+    free = inside & ~by_incident
+    around = (
+        outside
+        & ~by_incident
+        & (time_ms >= outage.start_ms - OUTAGE_AROUND_MS)
+        & (time_ms <= outage.end_ms + OUTAGE_AROUND_MS)
+    )
+    if outage.pools:
+        around &= np.isin(frame.cols["pool"], outage.pools)
+    usual = (float(fail[around].sum()) + 1.0) / (float(around.sum()) + 2.0)
+    failed = int(fail[free].sum())
+    return not (failed >= 3 and stats.poisson.sf(failed - 1, usual * int(free.sum())) < OUTAGE_BESIDE_P)
 
 
 def _join_companions(

@@ -130,3 +130,16 @@ def test_a_canary_image_on_some_runners_of_every_host_then_a_sick_host_are_two_c
     assert "2026-11-30T02:00" <= image["onset"] <= "2026-11-30T08:00"
     assert image["end"] is not None and image["end"] <= "2026-12-01T09:00:00Z"
     assert "2026-12-02T05:00" <= host["onset"] <= "2026-12-02T08:00"
+
+
+def test_two_sick_places_bursting_in_the_same_hour_are_their_incidents_not_an_outage() -> None:
+    # Fifth held-out simulator, fleet 505: syd-x64's file server failed its NFS tests for a day, and
+    # a bad image failed a third of iad-x64's jobs for days. At 15:00 on the 26th both burst in the
+    # same hour, on four hosts, and the fleet outage finder called it an outage: the failures most
+    # of those runs would have charged to the two incidents went to an outage instead. Almost all
+    # of its failures are the incidents', and the runs no incident holds failed no more than in
+    # the hours around. Four days of the two pools and the windows pool, as stored.
+    analysis = analyse(frame_from("two_sick_places.csv.gz"))
+    assert analysis.outages == []
+    kinds = {(i["kind"], i["entity"]) for i in analysis.incidents}
+    assert {("image", "ubuntu22-ci-51"), ("pool", "syd-x64")} <= kinds
