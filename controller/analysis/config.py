@@ -172,6 +172,11 @@ class AnalysisConfig(BaseModel):
     resolve_after_s: int = Field(
         default=1800, description="how long after its last failure an entity must run cleanly to be resolved"
     )
+    retired_silence_s: int = Field(
+        default=12 * 3600,
+        description="how long every host a bad image ran on must have run nothing at all (autoscaled VMs "
+        "gone with it) for the image to count as retired while its pool works on",
+    )
 
     # Flake scoring.
     flake_min_executions: int = 10

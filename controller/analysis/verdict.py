@@ -391,21 +391,32 @@ def _retired(
 ) -> tuple[int, str] | None:
     """When a sick image last ran and why it is over though it never ran cleanly: it was rolled
     back. It has run nowhere since its last execution while the hosts that ran it went on with other
-    images for a clean run's worth of work (the counts that resolve an entity that runs on); else
-    None. A bad image is usually replaced, not healed, and its verdict would otherwise stay open for
-    ever."""
+    images for a clean run's worth of work (the counts that resolve an entity that runs on) — or,
+    where those hosts have run nothing at all for `retired_silence_s` (autoscaled VMs that went with
+    it), while its pools did; else None. A bad image is usually replaced, not healed, and its verdict
+    would otherwise stay open for ever."""
     mine = (level.entity == image) & (frame.time_ms <= as_of_ms)
     if not mine.any():
         return None
     last = int(frame.time_ms[mine].max())
-    machine = frame.cols["machine"]
+    machine, pool = frame.cols["machine"], frame.cols["pool"]
+    later = (frame.time_ms > last) & (frame.time_ms <= as_of_ms)
     hosts = np.unique(machine[mine])
-    after = np.flatnonzero(np.isin(machine, hosts) & (frame.time_ms > last) & (frame.time_ms <= as_of_ms))
-    if not worked_a_clean_run(frame, after, last, config):
+    after = np.flatnonzero(np.isin(machine, hosts) & later)
+    if worked_a_clean_run(frame, after, last, config):
+        return last, (
+            f"retired: not run since {iso(last)}; its {hosts.size} hosts have run "
+            f"{frame.jobs_in(after)} jobs on other images since"
+        )
+    pools = np.unique(pool[mine])
+    elsewhere = np.flatnonzero(np.isin(pool, pools) & later)
+    if after.size or as_of_ms - last < config.retired_silence_s * 1000:
+        return None
+    if not worked_a_clean_run(frame, elsewhere, last, config):
         return None
     return last, (
-        f"retired: not run since {iso(last)}; its {hosts.size} hosts have run "
-        f"{frame.jobs_in(after)} jobs on other images since"
+        f"retired: not run since {iso(last)}; none of its {hosts.size} hosts has run since, and its "
+        f"pool has run {frame.jobs_in(elsewhere)} jobs on other hosts"
     )
 
 

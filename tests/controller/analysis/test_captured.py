@@ -143,3 +143,17 @@ def test_two_sick_places_bursting_in_the_same_hour_are_their_incidents_not_an_ou
     assert analysis.outages == []
     kinds = {(i["kind"], i["entity"]) for i in analysis.incidents}
     assert {("image", "ubuntu22-ci-51"), ("pool", "syd-x64")} <= kinds
+
+
+def test_a_bad_image_on_autoscaled_vms_is_retired_when_its_vms_are_gone_and_the_pool_works_on() -> None:
+    # Sixth held-out simulator, fleet 605: a bad image reached three autoscaled VMs of the linux
+    # pool, which were torn down with it five hours later; new VMs, with new names, came up on the
+    # good image. A rolled-back image was retired only where the hosts that ran it went on with other
+    # images, which autoscaled VMs never do: it stayed sick for the six days to the data's end. The
+    # linux and gpu pools, from the evening before to three days after (a holiday between).
+    analysis = analyse(frame_from("autoscaled_image.csv.gz"))
+    (image,) = analysis.incidents
+    assert (image["kind"], image["entity"]) == ("image", "ubuntu-22.04-20261110.1-a2")
+    assert image["state"] == "resolved"
+    assert image["resolution"].startswith("retired: not run since 2026-11-29T04:25")
+    assert "none of its 3 hosts has run since" in image["resolution"]
