@@ -27,6 +27,9 @@ class Badness:
     bad: dict[str, np.ndarray]
     pressure: dict[str, np.ndarray]  # milder: warning-level disk and memory readings
     check_of: dict[str, int]  # dimension -> check code (or -2 when never reported)
+    # Bad for a count over the interval before the reading (OOM kills since the previous one): it
+    # speaks for the failures up to it, however long the interval, not for those after it.
+    counted: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def judge_readings(frame: Frame, config: AnalysisConfig) -> Badness:
@@ -74,10 +77,13 @@ def judge_readings(frame: Frame, config: AnalysisConfig) -> Badness:
             "clock": bad["clock"],
             "cache": bad["cache"],
         }
+    with np.errstate(invalid="ignore"):
+        oom = (v["oom_kills"] > 0) & is_check["memory"]
     return Badness(
         bad={d: bad[d] & is_check[d] for d in DIMENSIONS},
         pressure={d: pressure[d] & is_check[d] for d in DIMENSIONS},
         check_of=check_code,
+        counted={"memory": oom},
     )
 
 
@@ -255,7 +261,12 @@ def examine(
         by_host = nearest_bad(
             frame, rows, bad, frame.cols["machine"][failed], frame.time_ms[failed], config, reader="r_machine"
         )
-        coverage = float((by_runner | by_host)[readable].mean())
+        covered = by_runner | by_host
+        if dimension in badness.counted:
+            counted = badness.counted[dimension][rows]
+            for reader, who in (("r_runner", "runner"), ("r_machine", "machine")):
+                covered |= next_bad(frame, rows, counted, frame.cols[who][failed], times, config, reader)
+        coverage = float(covered[readable].mean())
         finding.per_dimension[dimension] = coverage
         if coverage < config.evidence_min_coverage or not bad.any():
             continue
@@ -292,6 +303,34 @@ def nearest_bad(
     found = nearest_reading(frame, rows, runner, time_ms, config, reader)
     out = np.zeros(found.size, bool)
     out[found >= 0] = bad[found[found >= 0]]
+    return out
+
+
+def next_bad(
+    frame: Frame,
+    rows: np.ndarray,
+    bad: np.ndarray,
+    runner: np.ndarray,
+    time_ms: np.ndarray,
+    config: AnalysisConfig,
+    reader: str = "r_runner",
+) -> np.ndarray:
+    """For each (runner, time): is that runner's first reading among `rows` at or after the time,
+    within twice the staleness limit, a bad one? For counts since the previous reading: an OOM kill
+    that failed a job shows in the reading after it."""
+    out = np.zeros(runner.size, bool)
+    if rows.size == 0:
+        return out
+    scale = np.int64(1) << 42  # epoch ms fit in 42 bits until the year 2109
+    keys = getattr(frame, reader)[rows].astype(np.int64) * scale + frame.r_time_ms[rows]
+    order = np.argsort(keys)
+    keys = keys[order]
+    wanted = runner.astype(np.int64) * scale + time_ms
+    after = np.searchsorted(keys, wanted, side="left")
+    ok = after < keys.size
+    c = np.where(ok, after, 0)
+    ok &= (keys[c] // scale == wanted // scale) & (keys[c] - wanted <= 2 * config.reading_stale_s * 1000)
+    out[ok] = bad[order[c[ok]]]
     return out
 
 

@@ -1,5 +1,6 @@
-"""Cache evidence: a digest is bad when the pool did not hold it around that time, not when it
-differs from whatever the pool held most of that day."""
+"""Evidence from readings. Cache: a digest is bad when the pool did not hold it around that time, not
+when it differs from whatever the pool held most of that day. Memory: OOM kills count since the
+previous reading, so they speak for the failures before the reading that reports them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import numpy as np
 
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.evidence import judge_readings
+from controller.analysis.evidence import examine, judge_readings
 from controller.analysis.frame import Frame
 
 HOUR_MS = 3_600_000
@@ -149,3 +150,84 @@ def test_a_digest_of_its_own_for_about_as_long_as_the_pools_last_is_not_bad() ->
     # which of the two was the odd one once the content they last shared is gone.
     frame, who = _cache_frame(_two_runners_rotating_daily(poisoned_days=1))
     assert len({(r, t) for r, t in _bad_cache(frame, who) if r == "mac-2"}) < 48
+
+
+def _oom_runner(report_every_minutes: int) -> tuple[Frame, np.ndarray]:
+    """One runner whose memory limit kills one big test in each of its jobs, hourly for ten hours; its
+    agent reports every `report_every_minutes`: available memory is fine, and each reading counts
+    the OOM kills since the one before. Returns the frame and its failed rows."""
+    results: list[tuple[object, ...]] = []
+    for job in range(10):
+        start = DAY0_MS + job * HOUR_MS + 5 * 60_000
+        for test in range(20):
+            outcome = "failed" if test == job % 4 else "passed"
+            at = start + test * 60_000
+            results.append(
+                (
+                    len(results) + 1,
+                    at,
+                    outcome,
+                    False,
+                    f"t{test}",
+                    "r1",
+                    "host1",
+                    "linux",
+                    "img",
+                    None,
+                    f"job-{job}",
+                    "run-1",
+                    "c1",
+                )
+            )
+    frame = Frame()
+    frame.append_results(results)
+    failed_at = frame.time_ms[frame.fail]
+    readings: list[tuple[object, ...]] = []
+    previous = DAY0_MS - report_every_minutes * 60_000
+    at = DAY0_MS
+    while at <= DAY0_MS + 11 * HOUR_MS:
+        kills = int(((failed_at > previous) & (failed_at <= at)).sum())
+        data = {"available_ratio": 0.6, "oom_kills": kills}
+        readings.append(
+            (len(readings) + 1, at, "r1", "host1", "linux", "img", "memory", "ok", json.dumps(data))
+        )
+        previous, at = at, at + report_every_minutes * 60_000
+    frame.append_readings(readings)
+    return frame, np.flatnonzero(frame.fail)
+
+
+def test_oom_kills_reported_after_the_failures_they_caused_name_memory() -> None:
+    # Held-out fleets 607, 608, 610: a runner's memory limit was cut, and its agent, reporting every
+    # 50 minutes, counted the OOM kills since its last reading. Each failure's nearest reading is as
+    # often the one before the kill as the one after it: memory covered under half the failures, and
+    # the dimension was unknown.
+    config = AnalysisConfig()
+    frame, failed = _oom_runner(report_every_minutes=50)
+    finding = examine(
+        frame,
+        judge_readings(frame, config),
+        np.arange(frame.r_time_ms.size),
+        failed,
+        int(frame.time_ms[failed].min()),
+        int(frame.time_ms[failed].max()),
+        config,
+    )
+    assert finding.dimension == "memory"
+    assert finding.coverage == 1.0
+
+
+def test_a_reading_with_no_oom_kills_after_a_failure_does_not_name_memory() -> None:
+    # The same runner with the kills never reported (a counter that stayed at zero): nothing names it.
+    config = AnalysisConfig()
+    frame, failed = _oom_runner(report_every_minutes=50)
+    frame.r_values["oom_kills"][:] = 0.0
+    finding = examine(
+        frame,
+        judge_readings(frame, config),
+        np.arange(frame.r_time_ms.size),
+        failed,
+        int(frame.time_ms[failed].min()),
+        int(frame.time_ms[failed].max()),
+        config,
+    )
+    assert finding.dimension == "unknown"
