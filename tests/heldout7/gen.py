@@ -22,6 +22,14 @@ DAY = 86400.0
 SHAPES = ["single", "pools", "ephemeral", "mixed"]
 RESOURCE = {"fulldisk", "slowdisk", "memhog", "readonly", "hostdisk", "hostmem"}
 
+FORCED = {
+    701: ["twosick", "badimage"], 705: ["fulldisk", "cachepoison"], 709: ["readonly", "clockskew"],
+    713: ["slowdisk", "twosick"], 702: ["hostdisk", "badimage"], 706: ["hostmem", "clockskew"],
+    710: ["cachepoison", "hostmem"], 714: ["hostdisk", "badimage"], 703: ["hostmem", "fulldisk"],
+    707: ["cachepoison", "readonly"], 711: ["twosick", "hostdisk"], 715: ["slowdisk", "badimage"],
+    704: ["fulldisk", "clockskew"], 708: ["slowdisk", "memhog"], 712: ["badimage", "cachepoison"],
+    716: ["twosick", "badnic"],
+}
 SYL = "al ba cor den el fa gi ho in ju ka lo mi no pa qu ri so tu va we xi yo za".split()
 AREAS = ["api", "auth", "billing", "cache", "cli", "db", "export", "ingest", "jobs", "mail", "search", "store",
          "sync", "ui", "upload", "users", "webhooks", "report", "parser", "queue"]
@@ -216,7 +224,9 @@ class Fleet:
                      "twosick", "badnic", "hostdisk", "hostmem"]
         eph_hosts = [u for u in self.units.values() if u["kind"] == "ephemeral"]
         statics = self.static_units()
-        want = [catalogue[self.seed % len(catalogue)], catalogue[(self.seed * 5 + 3) % len(catalogue)]]
+        # seeds 701-716 cover every case between them; other seeds rotate through the catalogue
+        want = list(FORCED.get(self.seed, [catalogue[self.seed % len(catalogue)],
+                                           catalogue[(self.seed * 5 + 3) % len(catalogue)]]))
         n = rng.randint(2, 4)
         while len(want) < n + 1:
             want.append(rng.choice(catalogue))
@@ -368,9 +378,10 @@ class Fleet:
             a, b = rng.sample([u for u in free if u["pool"] == pn and u["agent"]], 2)
             onset, end = self.when(pos if pos != "late" else "mid", dur)
             s1, s2 = rng.sample(["fulldisk", "clockskew", "memhog"], 2)
-            for u, s, d in ((a, s1, 0.0), (b, s2, rng.uniform(-4, 6) * H)):
+            for u, s, d in ((a, s1, 0.0), (b, s2, rng.uniform(-1, 2.5) * H)):
                 dims = {"fulldisk": ["disk"], "clockskew": ["clock"], "memhog": ["memory"]}[s]
-                add(s, [u["id"]], "runner", u["id"], dims, ["sick"], when=(onset + d, end),
+                e2 = None if end is None else max(end, onset + d + rng.uniform(3, 6) * H)
+                add(s, [u["id"]], "runner", u["id"], dims, ["sick"], when=(onset + d, e2 if e2 is None or e2 < self.end - H else None),
                     skew=rng.choice([-1, 1]) * rng.uniform(40, 400), note=f"two sick at once in pool {pn}")
             return
         if not free:
