@@ -233,6 +233,14 @@ def grade(run: Path, verbose: bool) -> tuple[Counter, list[str], Counter]:
                 and overl(i)
                 and related(e, i)
             ]
+            if others and e["weak"]:
+                weak["weak-gran"] += 1
+                lines.append(
+                    f"  note: weak {tag}: product named only "
+                    + ", ".join(f"{i['kind']} {i['entity']} ({i['state']})" for i in others)
+                    + " (not counted)"
+                )
+                continue
             if others:
                 err_of[e["id"]] = "WRONG-GRANULARITY"
                 say(
@@ -243,6 +251,16 @@ def grade(run: Path, verbose: bool) -> tuple[Counter, list[str], Counter]:
                 )
                 continue
         if not matched:
+            if others and e["weak"]:
+                for i in others:
+                    used.add(i["id"])
+                weak["weak-gran"] += 1
+                lines.append(
+                    f"  note: weak {tag}: product named only "
+                    + ", ".join(f"{i['kind']} {i['entity']} ({i['state']})" for i in others)
+                    + " (not counted)"
+                )
+                continue
             if others:
                 err_of[e["id"]] = "WRONG-GRANULARITY"
                 for i in others:
