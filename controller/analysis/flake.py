@@ -97,8 +97,10 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
     ends = np.concatenate([starts[1:], [rows.size]])
     weights = 0.5 ** ((inputs.as_of_ms - frame.time_ms) / (config.flake_half_life_days * DAY_MS))
     entities = entity_of(frame)
+    lone = _pools_of_one(frame, rows, entities)
     scored = [
-        _score_one(inputs, rows[s:e], weights, entities, config) for s, e in zip(starts, ends, strict=True)
+        _score_one(inputs, rows[s:e], weights, entities, lone, config)
+        for s, e in zip(starts, ends, strict=True)
     ]
     _flaky_beyond_the_noise(frame, scored, config)
     scores = [result for result, _ in scored]
@@ -106,10 +108,23 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
     return scores
 
 
+def _pools_of_one(frame: Frame, rows: np.ndarray, entities: np.ndarray) -> frozenset[int]:
+    """The pools whose `rows` all ran on one runner (or one host, for ephemeral runners)."""
+    pairs = np.unique(np.stack([frame.cols["pool"][rows], entities[rows]]), axis=1)
+    pools, count = np.unique(pairs[0], return_counts=True)
+    return frozenset(int(p) for p in pools[count == 1])
+
+
 def _score_one(
-    inputs: FlakeInputs, rows: np.ndarray, weights: np.ndarray, entities: np.ndarray, config: AnalysisConfig
+    inputs: FlakeInputs,
+    rows: np.ndarray,
+    weights: np.ndarray,
+    entities: np.ndarray,
+    lone: frozenset[int],
+    config: AnalysisConfig,
 ) -> tuple[dict[str, Any], np.ndarray]:
-    """A test's score and verdict, and the rows that count for it (those no incident or outage took)."""
+    """A test's score and verdict, and the rows that count for it (those no incident or outage took).
+    `lone`: the pools of one runner or host, where a test failing on it alone fails on its platform."""
     frame = inputs.frame
     fail = frame.fail[rows]
     discounted = inputs.discount[rows] >= 0
@@ -139,7 +154,7 @@ def _score_one(
     }
     if result["counted_failures"] == 0:
         return result, keep
-    broken = _broken_or_platform(frame, keep, entities[keep], config)
+    broken = _broken_or_platform(frame, keep, entities[keep], config, lone)
     if broken is not None:
         result["verdict"], result["reason"] = broken
         return result, keep
@@ -363,10 +378,16 @@ def _passes_and_fails_on_same_code(frame: Frame, keep: np.ndarray) -> bool:
 
 
 def _broken_or_platform(
-    frame: Frame, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig
+    frame: Frame,
+    keep: np.ndarray,
+    where: np.ndarray,
+    config: AnalysisConfig,
+    lone: frozenset[int] = frozenset(),
 ) -> tuple[str, str] | None:
     """('broken', why) when every pool fails (nearly) every run from some time on; ('platform', why)
-    when some pools do, on two of their runners or more, while others pass it over the same time."""
+    when some pools do, on two of their runners or more — or on the one a pool of one (`lone`) has:
+    there the platform and the runner cannot be told apart, and the pool is what it stands for —
+    while others pass it over the same time."""
     pools = frame.cols["pool"][keep]
     failing: dict[int, int] = {}
     share: dict[int, str] = {}
@@ -383,11 +404,11 @@ def _broken_or_platform(
             changed |= since > 0
             failing[int(pool)] = int(frame.time_ms[stretch[0]])
             share[int(pool)] = f"{int(frame.fail[stretch].sum())} of {stretch.size}"
-            if np.unique(ran[frame.fail[stretch]]).size >= 2:
+            if np.unique(ran[frame.fail[stretch]]).size >= 2 or int(pool) in lone:
                 spread.add(int(pool))
     if not failing:
         return (
-            _fails_mostly_on_some_pools(frame, keep, where, config)
+            _fails_mostly_on_some_pools(frame, keep, where, config, lone)
             or _was_broken(frame, keep, config)
             or _broken_by_commit(frame, keep, config)
             or _broken_on_some_commits(frame, keep, config)
@@ -405,19 +426,23 @@ def _broken_or_platform(
         # A pool's platform, not one runner's problem with the test (an interaction, or the only
         # runner of a static shard short of disk): the resource and interaction checks tell those.
         if not spread:
-            return _fails_mostly_on_some_pools(frame, keep, where, config)
+            return _fails_mostly_on_some_pools(frame, keep, where, config, lone)
         return _platform(frame, {p: share[p] for p in spread}, start, passing)
     if len(failing) + len(elsewhere) == np.unique(pools[frame.time_ms[keep] >= start]).size:
         return "broken", f"fails (nearly) every run since {iso(start)} (pools: {names})"
     return (
-        _fails_mostly_on_some_pools(frame, keep, where, config)
+        _fails_mostly_on_some_pools(frame, keep, where, config, lone)
         or _broken_by_commit(frame, keep, config)
         or _broken_on_some_commits(frame, keep, config)
     )
 
 
 def _fails_mostly_on_some_pools(
-    frame: Frame, keep: np.ndarray, where: np.ndarray, config: AnalysisConfig
+    frame: Frame,
+    keep: np.ndarray,
+    where: np.ndarray,
+    config: AnalysisConfig,
+    lone: frozenset[int] = frozenset(),
 ) -> tuple[str, str] | None:
     """('platform', why) when some pools fail most of its runs from some time on (platform_min_rate
     of four times broken_min_runs or more), on two runners or more, while every other pool passes
@@ -435,7 +460,7 @@ def _fails_mostly_on_some_pools(
         if since is None:
             continue
         stretch = sub[since:]
-        if np.unique(where[in_pool][since:][frame.fail[stretch]]).size < 2:
+        if np.unique(where[in_pool][since:][frame.fail[stretch]]).size < 2 and int(pool) not in lone:
             continue
         failed_rows.append(stretch[frame.fail[stretch]])
         changed |= since > 0

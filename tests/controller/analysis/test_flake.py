@@ -166,6 +166,58 @@ def test_a_test_failing_most_runs_on_one_platform_is_that_platforms_not_flaky(se
     assert scores[flaky]["verdict"] == "flaky"
 
 
+def _arm_on_one_host(arm_runners: int) -> Frame:
+    """Three days of one test: three Linux runners pass it; an arm pool fails every run of it, on
+    one host carrying ephemeral pods (`arm_runners` 0) or on its one runner of `arm_runners` that
+    fails it while the others pass."""
+    start = 1_796_287_200_000
+    test = "tests/unit/test_codec.py::test_simd"
+    rows: list[tuple[object, ...]] = []
+    for k in range(90):
+        at, commit = start + k * 2_400_000, f"c{k // 2:03d}"
+        linux = f"linux-{k % 3 + 1}"
+        rows.append(
+            _row(
+                len(rows) + 1,
+                at,
+                False,
+                test,
+                (linux, f"{linux}-vm", "linux", "ubuntu", False),
+                k,
+                f"run-{k}",
+                commit,
+            )
+        )
+        if arm_runners == 0:
+            place = (f"arm-pod-{k}", "arm-node-1", "arm", "ubuntu-arm", True)
+            failed = True
+        else:
+            arm = f"arm-{k % arm_runners + 1}"
+            place = (arm, f"{arm}-vm", "arm", "ubuntu-arm", False)
+            failed = arm == "arm-1"
+        rows.append(_row(len(rows) + 1, at + 1000, failed, test, place, 1000 + k, f"run-{k}", commit))
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+def test_a_test_failing_every_run_on_a_pool_of_one_host_is_that_platforms() -> None:
+    # Held-out fleet 706: the arm pool was one node of ephemeral pods, and a test failed all 45 of
+    # its runs there while x64 passed it. A platform needs failures on two runners or more, so that
+    # one runner's problem with a test is not taken for its platform's; with one host in the pool
+    # there is no second, and the test was called healthy, "a test x runner interaction". On a pool
+    # of one, the pool is what it stands for.
+    (score,) = analyse(_arm_on_one_host(arm_runners=0)).tests
+    assert score["verdict"] == "platform", score["reason"]
+    assert "on pool arm" in score["reason"]
+
+
+def test_a_test_failing_on_one_runner_of_a_pool_of_three_is_an_interaction_not_the_platform() -> None:
+    (score,) = analyse(_arm_on_one_host(arm_runners=3)).tests
+    assert score["verdict"] != "platform", score["reason"]
+    assert "interaction" in score["reason"]
+
+
 def test_a_platform_test_whose_last_runs_all_failed_on_one_runner_is_still_that_platforms() -> None:
     # Linux fails two runs in three over three days and mac passes every run. The last ten linux runs
     # happened to fail, all on one runner: a stretch of nine in ten, on one runner only, which the
