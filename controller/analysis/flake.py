@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from common.timeutil import iso
-from controller.analysis.baseline import grouped
+from controller.analysis.baseline import grouped, unique_pairs
 from controller.analysis.cofailing import CoFailingGroups
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
@@ -110,7 +110,10 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
 
 def _pools_of_one(frame: Frame, rows: np.ndarray, entities: np.ndarray) -> frozenset[int]:
     """The pools whose `rows` all ran on one runner (or one host, for ephemeral runners)."""
-    pairs = np.unique(np.stack([frame.cols["pool"][rows], entities[rows]]), axis=1)
+    where = entities[rows]
+    if where.size == 0:
+        return frozenset()
+    pairs, _ = unique_pairs(frame.cols["pool"][rows], where - where.min())
     pools, count = np.unique(pairs[0], return_counts=True)
     return frozenset(int(p) for p in pools[count == 1])
 
