@@ -27,6 +27,9 @@ RESOLVE_P = 0.05
 RESOLVE_MAX_EXCESS = 0.001
 # Other entities' runs a verdict's stretch needs before its rate is taken as theirs, not its own.
 RESOLVE_MIN_PEER_RUNS = 20
+# How far beyond its tests' rates a runner's runs since its named dimension went bad must fail for the
+# onset to go back to then (the readings have dated it; the failures only have to agree).
+ONSET_BEFORE_P = 0.05
 READING_COLUMN = {"pool": "r_pool", "image": "r_image", "machine": "r_machine", "runner": "r_runner"}
 
 
@@ -79,6 +82,9 @@ def build_incident(
         hosts_agree=level.name in ("image", "pool"),
     )
     onset = _onset_after_readings(frame, rows, cluster.expected, onset, finding, config)
+    onset = _onset_before_stretch(
+        frame, level, seg.entity, usable, cluster.expected, onset, finding, badness, reading_rows, config
+    )
     since_onset = failed[frame.time_ms[failed] >= onset]
     # The bar this hypothesis had to pass: Benjamini–Hochberg's critical value at its rank (q·rank/m,
     # i.e. p·q/q-value). The cutoff alone (the largest p accepted) is the cluster's own p when it is
@@ -290,6 +296,44 @@ def _onset_after_readings(
         return onset  # the failures before the readings went bad are an excess of their own
     later = times[frame.fail[rows] & (times >= start)]
     return int(later.min()) if later.size else onset
+
+
+def _onset_before_stretch(
+    frame: Frame,
+    level: Level,
+    entity: int,
+    usable: np.ndarray,
+    expected: np.ndarray,
+    onset: int,
+    finding: Finding,
+    badness: Badness,
+    reading_rows: np.ndarray,
+    config: AnalysisConfig,
+) -> int:
+    """The first failure since the named dimension went bad, where that was before the stretch and
+    every reading of it since read bad, and the runner's (or host's) runs since then up to the onset
+    are an excess of their own: a poisoned cache fails the few tests that read it now and then for
+    days before they fail often enough for the scan, and its digest said so all along."""
+    if finding.dimension == "unknown" or finding.onset_ms is None or level.name not in ("runner", "machine"):
+        return onset
+    dimension = finding.dimension
+    mine = reading_rows[frame.r_check[reading_rows] == badness.check_of[dimension]]
+    mine = mine[np.argsort(frame.r_time_ms[mine], kind="stable")]
+    bad = badness.bad[dimension][mine]
+    at = int(np.searchsorted(frame.r_time_ms[mine], finding.onset_ms))
+    healthy = np.flatnonzero(~bad[:at])
+    since = int(frame.r_time_ms[mine[healthy[-1] + 1 if healthy.size else 0]])
+    if since >= onset:
+        return onset
+    before = np.flatnonzero(
+        usable & (level.entity == entity) & (frame.time_ms >= since) & (frame.time_ms < onset)
+    )
+    failed = before[frame.fail[before]]
+    # Not whether it was sick (it is), only since when: beyond its tests' rates at a nominal level.
+    expect = float(expected[before].sum())
+    if failed.size < 2 * expect or exact_p(float(failed.size), float(before.size), expect) > ONSET_BEFORE_P:
+        return onset
+    return int(frame.time_ms[failed].min())
 
 
 def _without_top_tests(frame: Frame, rows: np.ndarray) -> np.ndarray:

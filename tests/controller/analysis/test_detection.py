@@ -1925,3 +1925,29 @@ def test_a_shard_of_flaky_tests_on_its_only_runner_for_a_day_is_flaky_tests_not_
     assert analysis.incidents == []
     verdicts = analysis.tests_by_id()
     assert sum(verdicts[test]["verdict"] == "flaky" for test in suite) >= 6
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_poisoned_cache_failing_now_and_then_for_days_before_it_fails_often_dates_from_its_digest(
+    seed: int,
+) -> None:
+    # Sixth held-out simulator, fleet 601: a runner's cache went bad one morning, and the few tests
+    # that read it failed now and then for three days before they failed often enough for the scan;
+    # the incident began where they did, three days late, though every digest since that morning
+    # differed from the pool's. Where every reading of the named dimension read bad since then, and
+    # the runner's runs since fail beyond its tests' rates, the onset goes back to its first failure.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 8),),
+        duration_days=3.0,
+        events=(
+            SickRunner(
+                "linux-03", "cache", onset=timedelta(hours=20), end=timedelta(hours=56), fail_prob=0.03
+            ),
+            SickRunner("linux-03", "cache", onset=timedelta(hours=56), fail_prob=0.6),
+        ),
+    )
+    analysis = analyse(frame_of(simulate(scenario, seed=seed)))
+    (incident,) = analysis.incidents
+    assert (incident["kind"], incident["entity"], incident["dimension"]) == ("runner", "linux-03", "cache")
+    went_bad = scenario.start + timedelta(hours=20)
+    assert went_bad <= datetime.fromisoformat(incident["onset"]) <= went_bad + timedelta(hours=4)
