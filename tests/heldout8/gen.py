@@ -324,7 +324,7 @@ class Fleet:
             n += 1
             return f"S{n}"
 
-        if "fulldisk" in chosen:
+        if "fulldisk" in chosen and free:
             r = free.pop()
             o = self.outages[0]
             on = o["start"] + rng.uniform(-40, 30) * 60
@@ -341,13 +341,14 @@ class Fleet:
             )
         if "imagecache" in chosen:
             pool = "arm" if len(self.pools["arm"]["runners"]) >= 6 else "linux"
-            cand = [r for r in self.pools[pool]["runners"] if r not in self.rh and r in (free if pool == "linux" else self.pools[pool]["runners"])]
+            used = {x for f in self.faults for x in f["runners"]}
+            cand = [r for r in self.pools[pool]["runners"] if r not in self.rh and r not in used]
             rng.shuffle(cand)
-            nb = max(2, int(len(cand) * rng.uniform(0.3, 0.5)))
+            nb = min(len(cand) - 1, max(2, int(len(cand) * rng.uniform(0.3, 0.5))))
             bad = cand[:nb]
             poisoned = cand[nb]
-            if pool == "linux":
-                for r in bad + [poisoned]:
+            for r in bad + [poisoned]:
+                if r in free:
                     free.remove(r)
             self.meta[poisoned]["agent"] = True
             new_img = self.img[pool].rsplit(".", 1)[0] + f".{int(self.img[pool].rsplit('.', 1)[1]) + 1}"
@@ -366,7 +367,7 @@ class Fleet:
             pend = pon + rng.uniform(8, 30) * H if rng.random() < 0.5 else None
             self.add_fault(nid(), "cachepoison", "runner", poisoned, pon, pend, runners=[poisoned],
                            note=f"truncated testdata download, same pool as the bad image")
-        if "slowdisk" in chosen:
+        if "slowdisk" in chosen and free:
             r = free.pop()
             self.meta[r]["agent"] = True
             fill = rng.uniform(2, 4) * DAY
@@ -384,7 +385,7 @@ class Fleet:
             srt = rng.choice(["hostmem", "hostdisk"])
             self.add_fault(nid(), srt, "machine", h, on, end, runners=[h],
                            note="k8s node: " + ("leaked processes hold memory" if srt == "hostmem" else "container storage full"))
-        if "noagent" in chosen:
+        if "noagent" in chosen and free:  # a small linux pool may have no runner left for it
             cand = [r for r in free if not self.meta[r]["agent"]]
             if not cand:
                 r = free.pop()
@@ -403,7 +404,11 @@ class Fleet:
 
     def add_fault(self, fid, sort, kind, entity, on, end, runners, note="", **kw):
         f = {"id": fid, "sort": sort, "kind": kind, "entity": entity, "onset": on, "end": end, "runners": runners, "note": note, **kw}
-        f["strength"] = "strong"
+        # a moderate fault fails only some of what it touches (a disk with a few MB left, a clock that
+        # is stepped back part of the time, a flaky NIC)
+        moderate = self.rng.random() < 0.35
+        f["strength"] = "moderate" if moderate else "strong"
+        f["k"] = self.rng.uniform(0.35, 0.6) if moderate else 1.0
         self.faults.append(f)
         self.entities.append(self.entity(fid, kind, entity, sort, sick=True, fault=f))
 
@@ -446,6 +451,8 @@ class Fleet:
             if not self.active(f, t) and f["sort"] not in ("slowdisk",):
                 continue
             s = f["sort"]
+            if f["k"] < 1 and rng.random() > f["k"]:
+                continue
             if s == "badimage":
                 if img != f["entity"]:
                     continue
