@@ -312,9 +312,15 @@ def _onset_before_stretch(
 ) -> int:
     """The first failure since the named dimension went bad, where that was before the stretch and
     every reading of it since read bad, and the runner's (or host's) runs since then up to the onset
-    are an excess of their own: a poisoned cache fails the few tests that read it now and then for
-    days before they fail often enough for the scan, and its digest said so all along."""
-    if finding.dimension == "unknown" or finding.onset_ms is None or level.name not in ("runner", "machine"):
+    fail beyond their tests' rates: a poisoned cache fails the few tests that read it now and then for
+    days before they fail often enough for the scan, and its digest said so all along. Only for a
+    cache or a clock, which are wrong whenever they read so: a disk or memory under pressure for days
+    is also what resource-sensitive tests fail under, now and then, on a runner not yet sick."""
+    if (
+        finding.dimension not in ("cache", "clock")
+        or finding.onset_ms is None
+        or level.name not in ("runner", "machine")
+    ):
         return onset
     dimension = finding.dimension
     mine = reading_rows[frame.r_check[reading_rows] == badness.check_of[dimension]]
