@@ -102,7 +102,7 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
         _score_one(inputs, rows[s:e], weights, entities, lone, config)
         for s, e in zip(starts, ends, strict=True)
     ]
-    _flaky_beyond_the_noise(frame, scored, config)
+    _flaky_beyond_the_noise(frame, scored, entities, config)
     scores = [result for result, _ in scored]
     scores.sort(key=lambda item: (-item["lower"], item["test_id"]))
     return scores
@@ -221,12 +221,16 @@ def _flaky_with_its_group(
 
 
 def _flaky_beyond_the_noise(
-    frame: Frame, scored: list[tuple[dict[str, Any], np.ndarray]], config: AnalysisConfig
+    frame: Frame,
+    scored: list[tuple[dict[str, Any], np.ndarray]],
+    entities: np.ndarray,
+    config: AnalysisConfig,
 ) -> None:
     """Flaky below the floor where the fleet's healthy tests fail far less: the floor is a conservative
     bound, which a test failing 2.5 % of 400 runs does not reach, yet where the tests called healthy
-    fail one run in a thousand between them, ten such failures are no noise. Failures on one runner
-    are an interaction, and failures bunched into a few hours are something that was down then."""
+    fail one run in a thousand between them, ten such failures are no noise. Failures on one runner of
+    several are an interaction — not where that runner is the only one that runs it (a static shard's
+    slow tests) — and failures bunched into a few hours are something that was down then."""
     healthy = [(result, keep) for result, keep in scored if result["verdict"] == "healthy"]
     runs = sum(result["counted_executions"] for result, _ in healthy)
     if runs == 0:
@@ -237,7 +241,7 @@ def _flaky_beyond_the_noise(
         if (
             result["reason"]
             or failures < config.flake_beyond_noise_failures
-            or result["failing_runners"] < 2
+            or (result["failing_runners"] < 2 and np.unique(entities[keep]).size >= 2)
             or result["score"] < config.flake_beyond_noise_rate
         ):
             continue

