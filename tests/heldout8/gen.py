@@ -129,7 +129,19 @@ class Fleet:
     def build_tests(self):
         rng = self.rng
         self.tests: dict[str, dict] = {}
-        mods_u = ["api", "models", "parser", "cli", "storage", "auth", "render", "sched", "cache", "util", "http"]
+        mods_u = [
+            "api",
+            "models",
+            "parser",
+            "cli",
+            "storage",
+            "auth",
+            "render",
+            "sched",
+            "cache",
+            "util",
+            "http",
+        ]
         mods_i = ["db", "upload", "sync", "e2e_login", "billing", "search", "export", "webhooks", "ingest"]
         n_unit = rng.randint(150, 300)
         n_int = rng.randint(80, 160)
@@ -194,14 +206,20 @@ class Fleet:
         for t in rng.sample(unit, rng.randint(1, 3)):
             self.set_flaky(t, rng.uniform(0.04, 0.15), "spread")
         # a flaky test that fails more under load
-        lt = rng.choice([t for t in ids if self.tests[t]["suite"] == "int" and self.tests[t]["shard"] < self.shards])
+        lt = rng.choice(
+            [t for t in ids if self.tests[t]["suite"] == "int" and self.tests[t]["shard"] < self.shards]
+        )
         self.set_flaky(lt, 0.0, "load")
         # low-rate flakes
         for t in rng.sample(ids, rng.randint(2, 5)):
             if self.tests[t]["label"] == "healthy":
                 self.set_flaky(t, rng.uniform(0.003, 0.01), "lowrate")
         # external service: 3-6 integration tests calling it
-        cands = [t for t in ids if (self.tests[t]["shard"] or 0) < self.shards and self.tests[t]["label"] == "healthy"]
+        cands = [
+            t
+            for t in ids
+            if (self.tests[t]["shard"] or 0) < self.shards and self.tests[t]["label"] == "healthy"
+        ]
         self.ext = rng.sample(cands, rng.randint(3, 6))
         for t in self.ext:
             self.tests[t]["tags"].update({"net", "https", "ext"})
@@ -212,9 +230,7 @@ class Fleet:
         self.tests[self.broken]["label"] = "broken"
         self.tests[self.broken]["kind"] = "broken"
         self.broken_at = self.start + self.days * DAY * rng.uniform(0.3, 0.7)
-        self.broken_fix = (
-            self.broken_at + rng.uniform(10, 30) * H if rng.random() < 0.33 else None
-        )
+        self.broken_fix = self.broken_at + rng.uniform(10, 30) * H if rng.random() < 0.33 else None
         if self.broken_fix and self.broken_fix > self.end - 2 * H:
             self.broken_fix = None
         # platform test: fails on mac (or arm without macs)
@@ -252,6 +268,7 @@ class Fleet:
         rng = self.rng
         s, e = self.start, self.end
         span = e - s
+
         # fleet outage at a busy hour
         def busy_time(lo, hi):
             for _ in range(500):
@@ -330,14 +347,30 @@ class Fleet:
             on = o["start"] + rng.uniform(-40, 30) * 60
             end = on + rng.uniform(4, 14) * H if rng.random() < 0.6 else None
             self.meta[r]["agent"] = True
-            self.add_fault(nid(), "fulldisk", "runner", r, on, end, runners=[r], note="work disk full during the fleet outage")
+            self.add_fault(
+                nid(),
+                "fulldisk",
+                "runner",
+                r,
+                on,
+                end,
+                runners=[r],
+                note="work disk full during the fleet outage",
+            )
         if "clockhost" in chosen:
             m = rng.choice(["bm-01", "bm-02"])
             on = self.broken_at + rng.uniform(-4, 4) * H
             end = on + rng.uniform(12, 36) * H if rng.random() < 0.5 else None
             self.add_fault(
-                nid(), "clockskew", "machine", m, on, end, runners=list(self.hosts[m]),
-                offset=rng.choice([-1, 1]) * rng.uniform(45, 400), note="host clock stepped, two runners on it",
+                nid(),
+                "clockskew",
+                "machine",
+                m,
+                on,
+                end,
+                runners=list(self.hosts[m]),
+                offset=rng.choice([-1, 1]) * rng.uniform(45, 400),
+                note="host clock stepped, two runners on it",
             )
         if "imagecache" in chosen:
             pool = "arm" if len(self.pools["arm"]["runners"]) >= 6 else "linux"
@@ -347,7 +380,7 @@ class Fleet:
             nb = min(len(cand) - 1, max(2, int(len(cand) * rng.uniform(0.3, 0.5))))
             bad = cand[:nb]
             poisoned = cand[nb]
-            for r in bad + [poisoned]:
+            for r in [*bad, poisoned]:
                 if r in free:
                     free.remove(r)
             self.meta[poisoned]["agent"] = True
@@ -361,12 +394,30 @@ class Fleet:
                 at = on + rng.uniform(0, 40) * 60
                 ri.append((r, at))
                 self.meta[r]["images"].append(new_img)
-            self.add_fault(nid(), "badimage", "image", new_img, on, end, runners=bad, reimage=ri,
-                           old_img=self.img[pool], note=f"new image on {len(bad)} of {len(self.pools[pool]['runners'])} {pool} runners (CA bundle missing)")
+            self.add_fault(
+                nid(),
+                "badimage",
+                "image",
+                new_img,
+                on,
+                end,
+                runners=bad,
+                reimage=ri,
+                old_img=self.img[pool],
+                note=f"new image on {len(bad)} of {len(self.pools[pool]['runners'])} {pool} runners (CA bundle missing)",
+            )
             pon = on + rng.uniform(-6, 6) * H
             pend = pon + rng.uniform(8, 30) * H if rng.random() < 0.5 else None
-            self.add_fault(nid(), "cachepoison", "runner", poisoned, pon, pend, runners=[poisoned],
-                           note=f"truncated testdata download, same pool as the bad image")
+            self.add_fault(
+                nid(),
+                "cachepoison",
+                "runner",
+                poisoned,
+                pon,
+                pend,
+                runners=[poisoned],
+                note="truncated testdata download, same pool as the bad image",
+            )
         if "slowdisk" in chosen and free:
             r = free.pop()
             self.meta[r]["agent"] = True
@@ -376,15 +427,35 @@ class Fleet:
             end = crit + rng.uniform(10, 24) * H if rng.random() < 0.3 else None
             if end and end > e - 3 * H:
                 end = None
-            self.add_fault(nid(), "slowdisk", "runner", r, crit, end, runners=[r], fill_start=fs0, fill=fill,
-                           gradual=True, note=f"work disk filling over {fill / DAY:.1f} days")
+            self.add_fault(
+                nid(),
+                "slowdisk",
+                "runner",
+                r,
+                crit,
+                end,
+                runners=[r],
+                fill_start=fs0,
+                fill=fill,
+                gradual=True,
+                note=f"work disk filling over {fill / DAY:.1f} days",
+            )
         if "ephhost" in chosen:
             h = rng.choice(self.k8s_hosts)
             on = s + span * rng.uniform(0.2, 0.8)
             end = on + rng.uniform(5, 20) * H if rng.random() < 0.5 else None
             srt = rng.choice(["hostmem", "hostdisk"])
-            self.add_fault(nid(), srt, "machine", h, on, end, runners=[h],
-                           note="k8s node: " + ("leaked processes hold memory" if srt == "hostmem" else "container storage full"))
+            self.add_fault(
+                nid(),
+                srt,
+                "machine",
+                h,
+                on,
+                end,
+                runners=[h],
+                note="k8s node: "
+                + ("leaked processes hold memory" if srt == "hostmem" else "container storage full"),
+            )
         if "noagent" in chosen and free:  # a small linux pool may have no runner left for it
             cand = [r for r in free if not self.meta[r]["agent"]]
             if not cand:
@@ -396,14 +467,34 @@ class Fleet:
             on = s + span * rng.uniform(0.2, 0.75)
             end = on + rng.uniform(6, 20) * H if rng.random() < 0.4 else None
             srt = rng.choice(["readonly", "badnic"])
-            self.add_fault(nid(), srt, "runner", r, on, end, runners=[r], noagent=True,
-                           note="no agent: " + ("work filesystem remounted read-only" if srt == "readonly" else "NIC dropping packets"))
+            self.add_fault(
+                nid(),
+                srt,
+                "runner",
+                r,
+                on,
+                end,
+                runners=[r],
+                noagent=True,
+                note="no agent: "
+                + ("work filesystem remounted read-only" if srt == "readonly" else "NIC dropping packets"),
+            )
         # test red herrings for truth listing
         self.entities.append(self.entity("T1", "test", self.broken, "broken-commit", sick=False))
         self.entities.append(self.entity("T2", "test", self.plat, "platform-test", sick=False))
 
     def add_fault(self, fid, sort, kind, entity, on, end, runners, note="", **kw):
-        f = {"id": fid, "sort": sort, "kind": kind, "entity": entity, "onset": on, "end": end, "runners": runners, "note": note, **kw}
+        f = {
+            "id": fid,
+            "sort": sort,
+            "kind": kind,
+            "entity": entity,
+            "onset": on,
+            "end": end,
+            "runners": runners,
+            "note": note,
+            **kw,
+        }
         # a moderate fault fails only some of what it touches (a disk with a few MB left, a clock that
         # is stepped back part of the time, a flaky NIC)
         moderate = self.rng.random() < 0.35
@@ -413,7 +504,14 @@ class Fleet:
         self.entities.append(self.entity(fid, kind, entity, sort, sick=True, fault=f))
 
     def entity(self, eid, kind, entity, sort, sick, fault=None):
-        d = {"id": eid, "kind": kind, "entity": entity, "sort": sort, "sick": sick, "note": (fault or {}).get("note", "")}
+        d = {
+            "id": eid,
+            "kind": kind,
+            "entity": entity,
+            "sort": sort,
+            "sick": sick,
+            "note": (fault or {}).get("note", ""),
+        }
         if fault:
             d["_fault"] = fault
         return d
@@ -457,42 +555,75 @@ class Fleet:
                 if img != f["entity"]:
                     continue
                 if "https" in tags and rng.random() < 0.95:
-                    return ("failed", f["id"], "ssl.SSLCertVerificationError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate")
+                    return (
+                        "failed",
+                        f["id"],
+                        "ssl.SSLCertVerificationError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate",
+                    )
                 if "net" in tags and rng.random() < 0.2:
-                    return ("error", f["id"], "pip._vendor.urllib3.exceptions.SSLError: certificate verify failed")
+                    return (
+                        "error",
+                        f["id"],
+                        "pip._vendor.urllib3.exceptions.SSLError: certificate verify failed",
+                    )
                 continue
             if r not in f["runners"] and m not in f["runners"]:
                 continue
             if s == "fulldisk":
-                if "bigfs" in tags and rng.random() < 0.97 or "fs" in tags and rng.random() < 0.85:
-                    return (rng.choice(["failed", "failed", "error"]), f["id"], "OSError: [Errno 28] No space left on device")
+                if ("bigfs" in tags and rng.random() < 0.97) or ("fs" in tags and rng.random() < 0.85):
+                    return (
+                        rng.choice(["failed", "failed", "error"]),
+                        f["id"],
+                        "OSError: [Errno 28] No space left on device",
+                    )
             elif s == "slowdisk":
                 free = self.slow_free2(f, t)
                 if free < 0.015 and (f["end"] is None or t < f["end"]):
                     sev = min(1.0, (0.015 - free) / 0.012)
                     p = 0.95 * sev if "bigfs" in tags else (0.7 * sev * sev if "fs" in tags else 0)
                     if p and rng.random() < p:
-                        return ("failed", f["id"], "OSError: [Errno 28] No space left on device: '/home/runner/work/_temp'")
+                        return (
+                            "failed",
+                            f["id"],
+                            "OSError: [Errno 28] No space left on device: '/home/runner/work/_temp'",
+                        )
             elif s == "clockskew":
                 if "time" in tags and T["tol"] < abs(f["offset"]) and rng.random() < 0.93:
-                    return ("failed", f["id"], f"AssertionError: token issued {f['offset']:+.0f}s from now, outside the {T['tol']}s leeway")
+                    return (
+                        "failed",
+                        f["id"],
+                        f"AssertionError: token issued {f['offset']:+.0f}s from now, outside the {T['tol']}s leeway",
+                    )
             elif s == "cachepoison":
                 if "testdata" in tags and rng.random() < 0.9:
-                    return ("failed", f["id"], "FileNotFoundError: [Errno 2] No such file or directory: '/var/cache/ci/testdata/fixtures/" + tid.split("::")[-1] + ".json'")
+                    return (
+                        "failed",
+                        f["id"],
+                        "FileNotFoundError: [Errno 2] No such file or directory: '/var/cache/ci/testdata/fixtures/"
+                        + tid.split("::")[-1]
+                        + ".json'",
+                    )
             elif s == "hostmem":
                 if "bigmem" in tags and rng.random() < 0.9:
                     return ("error", f["id"], "worker 'gw0' crashed while running test: Killed (signal 9)")
                 if rng.random() < 0.03:
                     return ("failed", f["id"], "MemoryError")
             elif s == "hostdisk":
-                if "bigfs" in tags and rng.random() < 0.95 or "fs" in tags and rng.random() < 0.75:
+                if ("bigfs" in tags and rng.random() < 0.95) or ("fs" in tags and rng.random() < 0.75):
                     return ("failed", f["id"], "OSError: [Errno 28] No space left on device")
             elif s == "readonly":
                 if "fs" in tags and rng.random() < 0.92:
-                    return ("error", f["id"], "OSError: [Errno 30] Read-only file system: '/home/runner/work/_temp'")
-            elif s == "badnic":
-                if "net" in tags and rng.random() < 0.7:
-                    return ("failed", f["id"], "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))")
+                    return (
+                        "error",
+                        f["id"],
+                        "OSError: [Errno 30] Read-only file system: '/home/runner/work/_temp'",
+                    )
+            elif s == "badnic" and "net" in tags and rng.random() < 0.7:
+                return (
+                    "failed",
+                    f["id"],
+                    "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
+                )
         for o in self.outages:
             if o["start"] <= t < o["end"] and tags & o["tags"] and rng.random() < o["p"]:
                 msg = {
@@ -505,13 +636,27 @@ class Fleet:
         if tid == self.broken and pl["has_break"] and rng.random() < 0.97:
             return ("failed", "broken", "AssertionError: assert response.status_code == 200 (got 422)")
         if tid == self.plat and pool == self.plat_pool and rng.random() < self.plat_rate:
-            return ("failed", "platform", "AssertionError: paths differ: 'Fixtures/A.json' != 'fixtures/a.json' (case-insensitive filesystem)")
+            return (
+                "failed",
+                "platform",
+                "AssertionError: paths differ: 'Fixtures/A.json' != 'fixtures/a.json' (case-insensitive filesystem)",
+            )
         if T["label"] == "flaky":
             p = T["flaky"]
             if T["kind"] == "load":
                 p = 0.005 + 0.12 * self.intensity(t) ** 2
             if rng.random() < p:
-                return ("failed", "flaky", rng.choice(["TimeoutError: condition not met within 10.0s", "AssertionError: expected 3 events, got 2", "ConnectionRefusedError: [Errno 111] Connection refused (service not ready)"]))
+                return (
+                    "failed",
+                    "flaky",
+                    rng.choice(
+                        [
+                            "TimeoutError: condition not met within 10.0s",
+                            "AssertionError: expected 3 events, got 2",
+                            "ConnectionRefusedError: [Errno 111] Connection refused (service not ready)",
+                        ]
+                    ),
+                )
         if T["base"] and rng.random() < T["base"]:
             return ("failed", "base", "AssertionError")
         return None
@@ -541,9 +686,17 @@ class Fleet:
                 jobs.append((f"check-{g}", "k8s", k))
         if full or rng.random() < 0.6:
             for sh in range(1, self.shards):
-                jobs.append((f"integration-{sh}", "linux", [x for x in self.int_ids if self.tests[x]["shard"] == sh]))
+                jobs.append(
+                    (f"integration-{sh}", "linux", [x for x in self.int_ids if self.tests[x]["shard"] == sh])
+                )
         if full or rng.random() < 0.3:
-            jobs.append((f"integration-{self.shards}", "linux", [x for x in self.int_ids if self.tests[x]["shard"] == self.shards]))
+            jobs.append(
+                (
+                    f"integration-{self.shards}",
+                    "linux",
+                    [x for x in self.int_ids if self.tests[x]["shard"] == self.shards],
+                )
+            )
         return jobs
 
     def pipelines(self):
@@ -568,8 +721,12 @@ class Fleet:
                 gs[name] = cur
         self.groups = gs
         cr = random.Random(self.seed * 7 + 1)
-        mean = sum(sum(len(tl) for _, _, tl in self.compose(k, cr)) for k in ["pr"] * 170 + ["main"] * 30) / 200
-        mean_rate = sum(self.intensity(self.start + i * 600) for i in range(int(self.days * 144))) / (self.days * 144)
+        mean = (
+            sum(sum(len(tl) for _, _, tl in self.compose(k, cr)) for k in ["pr"] * 170 + ["main"] * 30) / 200
+        )
+        mean_rate = sum(self.intensity(self.start + i * 600) for i in range(int(self.days * 144))) / (
+            self.days * 144
+        )
         n_pipes = self.target / (mean * 1.15)
         lam_peak = n_pipes / (self.days * DAY * mean_rate)
         out = []
@@ -687,19 +844,43 @@ class Fleet:
                 ident["shard"] = name.split("-")[1]
             skew = 0.0
             for f in self.faults:
-                if f["sort"] == "clockskew" and (r in f["runners"] or m in f["runners"]) and self.active(f, start):
+                if (
+                    f["sort"] == "clockskew"
+                    and (r in f["runners"] or m in f["runners"])
+                    and self.active(f, start)
+                ):
                     skew = f["offset"]
-            for (tt, tid, oc, dur, msg, cause) in recs:
+            for tt, tid, oc, dur, msg, cause in recs:
                 if tt > self.end:
                     continue
-                rec = {"test_id": tid, "outcome": oc, "time": self.fmt_time(tt + skew), "duration_s": round(dur, 3),
-                       "job_id": job_id, "run_id": pl["run"], "attempt": attempt, "commit": pl["sha"], "runner": ident}
+                rec = {
+                    "test_id": tid,
+                    "outcome": oc,
+                    "time": self.fmt_time(tt + skew),
+                    "duration_s": round(dur, 3),
+                    "job_id": job_id,
+                    "run_id": pl["run"],
+                    "attempt": attempt,
+                    "commit": pl["sha"],
+                    "runner": ident,
+                }
                 if msg:
                     rec["message"] = msg
-                self.results.append((min(arr, self.end + 0.0) if arr < self.end else None, tt, rec, cause, (r, m, pool, img), job_id))
+                self.results.append(
+                    (
+                        min(arr, self.end + 0.0) if arr < self.end else None,
+                        tt,
+                        rec,
+                        cause,
+                        (r, m, pool, img),
+                        job_id,
+                    )
+                )
             if failed and attempt < 3 and rng.random() < 0.3:
                 seq += 1
-                heapq.heappush(heap, (jend + rng.uniform(120, 1800), 10**9 + seq, pl, name, pool, tl, attempt + 1))
+                heapq.heappush(
+                    heap, (jend + rng.uniform(120, 1800), 10**9 + seq, pl, name, pool, tl, attempt + 1)
+                )
         # results arriving after the end are not sent (the data ends there)
         self.results = [x for x in self.results if x[0] is not None]
 
@@ -776,18 +957,36 @@ class Fleet:
                 if work_free < GiB or wf < 0.05:
                     st, reason = "problem", "LowDiskSpace"
                 work_path = "/var/lib/containerd" if d.get("ephemeral") else "/home/runner/work"
-                readings.append({
-                    "check": "disk", "status": st, "reason": reason,
-                    "paths": [
-                        {"path": "/", "mount_point": "/", "device": "/dev/sda1", "total_bytes": total_root,
-                         "free_bytes": int(total_root * root_free), "free_ratio": round(root_free, 4),
-                         "read_only": False, "write_probe_ok": None},
-                        {"path": work_path, "mount_point": work_path, "device": "/dev/sdb1", "total_bytes": total_work,
-                         "free_bytes": work_free, "free_ratio": round(work_free / total_work, 5),
-                         "inodes_free_ratio": round(min(0.99, wf * 1.5 + 0.01), 4), "read_only": False,
-                         "write_probe_ok": work_free > 64 * 1024 * 1024},
-                    ],
-                })
+                readings.append(
+                    {
+                        "check": "disk",
+                        "status": st,
+                        "reason": reason,
+                        "paths": [
+                            {
+                                "path": "/",
+                                "mount_point": "/",
+                                "device": "/dev/sda1",
+                                "total_bytes": total_root,
+                                "free_bytes": int(total_root * root_free),
+                                "free_ratio": round(root_free, 4),
+                                "read_only": False,
+                                "write_probe_ok": None,
+                            },
+                            {
+                                "path": work_path,
+                                "mount_point": work_path,
+                                "device": "/dev/sdb1",
+                                "total_bytes": total_work,
+                                "free_bytes": work_free,
+                                "free_ratio": round(work_free / total_work, 5),
+                                "inodes_free_ratio": round(min(0.99, wf * 1.5 + 0.01), 4),
+                                "read_only": False,
+                                "write_probe_ok": work_free > 64 * 1024 * 1024,
+                            },
+                        ],
+                    }
+                )
                 # memory
                 avail = min(0.85, max(0.2, avail + 0.2 * (base_avail - avail) + ar.gauss(0, 0.03)))
                 av, psi10, psi60, full10, oom = avail, ar.uniform(0, 0.5), ar.uniform(0, 0.3), 0.0, 0
@@ -802,43 +1001,96 @@ class Fleet:
                         psi10, psi60, full10 = ar.uniform(40, 80), ar.uniform(30, 70), ar.uniform(10, 40)
                         oom = ar.choice([0, 1, 1, 2, 3, 5])
                         mst, mreason = "problem", "OomKills" if oom else "MemoryLow"
-                readings.append({
-                    "check": "memory", "status": mst, "reason": mreason, "total_bytes": mem_total,
-                    "available_bytes": int(mem_total * av), "available_ratio": round(av, 4),
-                    "swap_used_bytes": 0, "psi_some_avg10": round(psi10, 2), "psi_some_avg60": round(psi60, 2),
-                    "psi_full_avg10": round(full10, 2), "psi_full_avg60": round(full10 * 0.7, 2), "oom_kills": oom,
-                })
+                readings.append(
+                    {
+                        "check": "memory",
+                        "status": mst,
+                        "reason": mreason,
+                        "total_bytes": mem_total,
+                        "available_bytes": int(mem_total * av),
+                        "available_ratio": round(av, 4),
+                        "swap_used_bytes": 0,
+                        "psi_some_avg10": round(psi10, 2),
+                        "psi_some_avg60": round(psi60, 2),
+                        "psi_full_avg10": round(full10, 2),
+                        "psi_full_avg60": round(full10 * 0.7, 2),
+                        "oom_kills": oom,
+                    }
+                )
                 # clock
                 off = ar.gauss(0, 0.004)
                 if sort == "clockwarn":
                     off = 3.0 + ar.gauss(0, 0.15)
                 for f in self.faults:
-                    if f["sort"] == "clockskew" and (a in f["runners"] or d["machine"] in f["runners"]) and self.active(f, t):
+                    if (
+                        f["sort"] == "clockskew"
+                        and (a in f["runners"] or d["machine"] in f["runners"])
+                        and self.active(f, t)
+                    ):
                         off = f["offset"] + ar.gauss(0, 0.05)
                 cst = "problem" if abs(off) > 1 else "ok"
-                readings.append({
-                    "check": "clock", "status": cst, "reason": "ClockOffset" if cst == "problem" else None,
-                    "offset_s": round(off, 4),
-                    "servers": [{"server": s_, "offset_s": round(off + ar.gauss(0, 0.002), 4), "delay_s": round(ar.uniform(0.002, 0.03), 4), "stratum": 2} for s_ in ("0.pool.ntp.org", "1.pool.ntp.org", "time.cloudflare.com")],
-                })
+                readings.append(
+                    {
+                        "check": "clock",
+                        "status": cst,
+                        "reason": "ClockOffset" if cst == "problem" else None,
+                        "offset_s": round(off, 4),
+                        "servers": [
+                            {
+                                "server": s_,
+                                "offset_s": round(off + ar.gauss(0, 0.002), 4),
+                                "delay_s": round(ar.uniform(0.002, 0.03), 4),
+                                "stratum": 2,
+                            }
+                            for s_ in ("0.pool.ntp.org", "1.pool.ntp.org", "time.cloudflare.com")
+                        ],
+                    }
+                )
                 # cache
                 dg, day = self.testdata_digest(a, t)
                 files = 1840 + day % 7
                 for f in self.faults:
                     if f["sort"] == "cachepoison" and a in f["runners"] and self.active(f, t):
                         dg, files = h8(self.seed, "poison", a, f["onset"]), 1203
-                tool = h8(self.seed, "toolchain", d["pool"])  # a shared toolchain volume, not baked into the image
-                readings.append({
-                    "check": "cache", "status": "ok",
-                    "caches": [
-                        {"key": "testdata", "path": "/var/cache/ci/testdata", "digest": dg, "files": files, "bytes": files * 612_000, "full_rehash": False},
-                        {"key": "toolchain", "path": "/opt/toolchain", "digest": tool, "files": 9120, "bytes": 4_100_000_000, "full_rehash": False},
-                    ],
-                })
+                tool = h8(
+                    self.seed, "toolchain", d["pool"]
+                )  # a shared toolchain volume, not baked into the image
+                readings.append(
+                    {
+                        "check": "cache",
+                        "status": "ok",
+                        "caches": [
+                            {
+                                "key": "testdata",
+                                "path": "/var/cache/ci/testdata",
+                                "digest": dg,
+                                "files": files,
+                                "bytes": files * 612_000,
+                                "full_rehash": False,
+                            },
+                            {
+                                "key": "toolchain",
+                                "path": "/opt/toolchain",
+                                "digest": tool,
+                                "files": 9120,
+                                "bytes": 4_100_000_000,
+                                "full_rehash": False,
+                            },
+                        ],
+                    }
+                )
                 ident = {"id": a, "machine": d["machine"], "pool": d["pool"], "image": img}
                 skew = off if abs(off) > 30 else 0.0
-                rep = {"agent_id": f"agent-{a}", "boot_id": boot, "seq": seqn, "observed_at": iso(t + skew),
-                       "runner": ident, "readings": readings, "dropped": 0, "agent_version": "0.9.3"}
+                rep = {
+                    "agent_id": f"agent-{a}",
+                    "boot_id": boot,
+                    "seq": seqn,
+                    "observed_at": iso(t + skew),
+                    "runner": ident,
+                    "readings": readings,
+                    "dropped": 0,
+                    "agent_version": "0.9.3",
+                }
                 arr = t + ar.uniform(1, 40)
                 if a == drop_agent and drop_at <= t < drop_at + drop_len:
                     arr = drop_at + drop_len + ar.uniform(5, 60)
@@ -853,7 +1105,7 @@ class Fleet:
         rng = self.rng
         out.mkdir(parents=True, exist_ok=True)
         feed = []
-        for arr, tt, rec, cause, who, job in self.results:
+        for arr, _tt, rec, _cause, _who, _job in self.results:
             feed.append((int(arr * 1000), "result", "ci", json.dumps(rec, separators=(",", ":"))))
         for arr, a, rep in self.reps:
             feed.append((int(arr * 1000), "report", a, json.dumps(rep, separators=(",", ":"))))
@@ -862,15 +1114,34 @@ class Fleet:
             for at, ch, snd, rec in feed:
                 fh.write(f"{at}\t{ch}\t{snd}\t{rec}\n")
         with open(out / "history.ndjson", "w") as fh:
-            for at, ch, snd, rec in feed:
+            for _at, ch, _snd, rec in feed:
                 fh.write(rec + "\n" if ch == "result" else '{"kind":"report",' + rec[1:] + "\n")
         cut_frac = rng.uniform(0.3, 0.6)
         cut = feed[int(len(feed) * cut_frac)][0]
         # failures and their causes
-        ent_stats = defaultdict(lambda: {"n": 0, "tests": set(), "jobs": set(), "first": None, "last": None, "runners": set(), "hosts": set()})
-        tstats = defaultdict(lambda: {"runs": 0, "failures": 0, "own": 0, "causes": Counter(), "runners": set(), "pools": set()})
+        ent_stats = defaultdict(
+            lambda: {
+                "n": 0,
+                "tests": set(),
+                "jobs": set(),
+                "first": None,
+                "last": None,
+                "runners": set(),
+                "hosts": set(),
+            }
+        )
+        tstats = defaultdict(
+            lambda: {
+                "runs": 0,
+                "failures": 0,
+                "own": 0,
+                "causes": Counter(),
+                "runners": set(),
+                "pools": set(),
+            }
+        )
         rows = []
-        for arr, tt, rec, cause, (r, m, pool, img), job in self.results:
+        for _arr, tt, rec, cause, (r, m, pool, img), job in self.results:
             ts_ = tstats[rec["test_id"]]
             if rec["outcome"] == "skipped":
                 continue
@@ -901,12 +1172,36 @@ class Fleet:
         for e in self.entities:
             f = e.pop("_fault", None)
             if not f:
-                entities.append({**e, "accept": [], "accept_states": [], "expected_state": "healthy", "dimensions": [],
-                                 "onset": None, "end": None, "first_failure": None, "last_failure": None, "failures": 0,
-                                 "distinct_tests": 0, "jobs": 0, "runners": [], "weak": True, "gradual": False,
-                                 "strength": None, "position": None})
+                entities.append(
+                    {
+                        **e,
+                        "accept": [],
+                        "accept_states": [],
+                        "expected_state": "healthy",
+                        "dimensions": [],
+                        "onset": None,
+                        "end": None,
+                        "first_failure": None,
+                        "last_failure": None,
+                        "failures": 0,
+                        "distinct_tests": 0,
+                        "jobs": 0,
+                        "runners": [],
+                        "weak": True,
+                        "gradual": False,
+                        "strength": None,
+                        "position": None,
+                    }
+                )
                 continue
-            es = ent_stats.get(f["id"]) or {"n": 0, "tests": set(), "jobs": set(), "first": None, "last": None, "runners": set()}
+            es = ent_stats.get(f["id"]) or {
+                "n": 0,
+                "tests": set(),
+                "jobs": set(),
+                "first": None,
+                "last": None,
+                "runners": set(),
+            }
             s = f["sort"]
             kind, ent = f["kind"], f["entity"]
             if kind == "runner":
@@ -914,9 +1209,17 @@ class Fleet:
                 acc = [["runner", ent]] + ([["machine", m]] if len(self.hosts[m]) == 1 else [])
             else:
                 acc = [[kind, ent]]
-            dims = {"fulldisk": ["disk"], "slowdisk": ["disk"], "hostdisk": ["disk"], "clockskew": ["clock"],
-                    "cachepoison": ["cache"], "hostmem": ["memory"], "badimage": ["unknown"],
-                    "readonly": ["disk", "unknown"], "badnic": ["unknown"]}[s]
+            dims = {
+                "fulldisk": ["disk"],
+                "slowdisk": ["disk"],
+                "hostdisk": ["disk"],
+                "clockskew": ["clock"],
+                "cachepoison": ["cache"],
+                "hostmem": ["memory"],
+                "badimage": ["unknown"],
+                "readonly": ["disk", "unknown"],
+                "badnic": ["unknown"],
+            }[s]
             if s == "cachepoison":
                 pool = self.meta[ent]["pool"]
                 if sum(1 for x in self.pools[pool]["runners"] if self.meta[x]["agent"]) < 3:
@@ -932,26 +1235,55 @@ class Fleet:
             pos = "middle" if f["onset"] > self.start + 0.1 * span else "early"
             if f["onset"] > self.end - 9 * H:
                 pos = "late"
-            entities.append({
-                **e, "accept": acc, "accept_states": states, "expected_state": states[0], "dimensions": dims,
-                "onset": iso(max(f["onset"], self.start)), "end": iso(f["end"]) if f["end"] else None,
-                "first_failure": iso(es["first"]) if es["first"] else None,
-                "last_failure": iso(es["last"]) if es["last"] else None,
-                "failures": es["n"], "distinct_tests": len(es["tests"]), "jobs": len(es["jobs"]),
-                "runners": sorted(set(f["runners"]) | es["runners"]), "weak": weak,
-                "gradual": bool(f.get("gradual")), "strength": f["strength"], "position": pos,
-                "offset_s": f.get("offset"),
-            })
+            entities.append(
+                {
+                    **e,
+                    "accept": acc,
+                    "accept_states": states,
+                    "expected_state": states[0],
+                    "dimensions": dims,
+                    "onset": iso(max(f["onset"], self.start)),
+                    "end": iso(f["end"]) if f["end"] else None,
+                    "first_failure": iso(es["first"]) if es["first"] else None,
+                    "last_failure": iso(es["last"]) if es["last"] else None,
+                    "failures": es["n"],
+                    "distinct_tests": len(es["tests"]),
+                    "jobs": len(es["jobs"]),
+                    "runners": sorted(set(f["runners"]) | es["runners"]),
+                    "weak": weak,
+                    "gradual": bool(f.get("gradual")),
+                    "strength": f["strength"],
+                    "position": pos,
+                    "offset_s": f.get("offset"),
+                }
+            )
         outs = []
         for o in self.outages:
             es = ent_stats.get(o["id"]) or {"n": 0, "hosts": set()}
-            outs.append({"id": o["id"], "sort": o["sort"], "region": o["region"], "start": iso(o["start"]),
-                         "end": iso(o["end"]), "failures": es["n"], "hosts": len(es["hosts"]),
-                         "weak": es["n"] < 10 or len(es["hosts"]) < 2, "allowed": o["allowed"],
-                         "tests": sorted({r[1] for r in rows if r[6] == o["id"]})})
+            outs.append(
+                {
+                    "id": o["id"],
+                    "sort": o["sort"],
+                    "region": o["region"],
+                    "start": iso(o["start"]),
+                    "end": iso(o["end"]),
+                    "failures": es["n"],
+                    "hosts": len(es["hosts"]),
+                    "weak": es["n"] < 10 or len(es["hosts"]) < 2,
+                    "allowed": o["allowed"],
+                    "tests": sorted({r[1] for r in rows if r[6] == o["id"]}),
+                }
+            )
         tests = {}
         for tid, T in self.tests.items():
-            st = tstats.get(tid) or {"runs": 0, "failures": 0, "own": 0, "causes": Counter(), "runners": set(), "pools": set()}
+            st = tstats.get(tid) or {
+                "runs": 0,
+                "failures": 0,
+                "own": 0,
+                "causes": Counter(),
+                "runners": set(),
+                "pools": set(),
+            }
             label = T["label"]
             if label == "healthy":
                 acc = ["healthy"]
@@ -962,34 +1294,77 @@ class Fleet:
             else:
                 acc = ["platform"]
             weak = label != "healthy" and st["own"] < 5
-            tests[tid] = {"label": label, "kind": T["kind"], "accept": acc, "runs": st["runs"], "failures": st["failures"],
-                          "own_failures": st["own"], "base_rate": T["flaky"] or T["base"] or (self.plat_rate if label == "platform" else (0.97 if label == "broken" else 0)),
-                          "causes": dict(st["causes"]), "weak": weak, "n_runners": len(st["runners"]),
-                          "pools": sorted(st["pools"]), "tags": sorted(T["tags"]), "time_tolerance_s": T["tol"]}
+            tests[tid] = {
+                "label": label,
+                "kind": T["kind"],
+                "accept": acc,
+                "runs": st["runs"],
+                "failures": st["failures"],
+                "own_failures": st["own"],
+                "base_rate": T["flaky"]
+                or T["base"]
+                or (self.plat_rate if label == "platform" else (0.97 if label == "broken" else 0)),
+                "causes": dict(st["causes"]),
+                "weak": weak,
+                "n_runners": len(st["runners"]),
+                "pools": sorted(st["pools"]),
+                "tags": sorted(T["tags"]),
+                "time_tolerance_s": T["tol"],
+            }
         hosts = {m: list(rs) for m, rs in self.hosts.items()}
-        meta = {r: {"machine": d["machine"], "pool": d["pool"], "images": d["images"], "agent": d["agent"],
-                    "ephemeral": d["ephemeral"], "from": iso(d["from"]),
-                    "offline": [[iso(a), iso(b)] for a, b in d["offline"]]} for r, d in self.meta.items()}
+        meta = {
+            r: {
+                "machine": d["machine"],
+                "pool": d["pool"],
+                "images": d["images"],
+                "agent": d["agent"],
+                "ephemeral": d["ephemeral"],
+                "from": iso(d["from"]),
+                "offline": [[iso(a), iso(b)] for a, b in d["offline"]],
+            }
+            for r, d in self.meta.items()
+        }
         agents = [r for r, d in self.meta.items() if d["agent"]]
         tok = rng.sample([a for a in agents if not self.meta[a]["ephemeral"]], 3)
         n_res = len(self.results)
         truth = {
-            "seed": self.seed, "shape": "medium", "days": self.days, "start": iso(self.start), "end": iso(self.end),
-            "tz_hours": self.tz, "time_format": self.tfmt,
-            "pools": self.pools, "hosts": hosts, "runners_meta": meta, "ephemeral_machines": list(self.k8s_hosts),
-            "entities": entities, "outages": outs, "tests": tests,
-            "broken": {"test": self.broken, "from": iso(self.broken_at), "fixed": iso(self.broken_fix) if self.broken_fix else None},
+            "seed": self.seed,
+            "shape": "medium",
+            "days": self.days,
+            "start": iso(self.start),
+            "end": iso(self.end),
+            "tz_hours": self.tz,
+            "time_format": self.tfmt,
+            "pools": self.pools,
+            "hosts": hosts,
+            "runners_meta": meta,
+            "ephemeral_machines": list(self.k8s_hosts),
+            "entities": entities,
+            "outages": outs,
+            "tests": tests,
+            "broken": {
+                "test": self.broken,
+                "from": iso(self.broken_at),
+                "fixed": iso(self.broken_fix) if self.broken_fix else None,
+            },
             "platform": {"test": self.plat, "pool": self.plat_pool},
             "agent_token_runners": tok,
-            "feed": {"backfill_until_ms": cut, "unique_results": n_res, "unique_reports": len(self.reps),
-                     "report_interval_s": round(self.report_interval)},
+            "feed": {
+                "backfill_until_ms": cut,
+                "unique_results": n_res,
+                "unique_reports": len(self.reps),
+                "report_interval_s": round(self.report_interval),
+            },
         }
         # agent ids: reports are sent by agent-<runner>; the token is bound to the runner
         (out / "truth.json").write_text(json.dumps(truth, indent=1, default=sorted))
         n_sick = sum(1 for e in entities if e["sick"])
-        print(f"seed {self.seed}: {self.days} d, {len(self.meta)} runners/hosts, {n_res} results, {len(self.reps)} reports, "
-              f"{n_sick} sick ({', '.join(e['sort'] + ('*' if e['weak'] else '') for e in entities if e['sick'])}), "
-              f"{len(rows)} failures", file=sys.stderr)
+        print(
+            f"seed {self.seed}: {self.days} d, {len(self.meta)} runners/hosts, {n_res} results, {len(self.reps)} reports, "
+            f"{n_sick} sick ({', '.join(e['sort'] + ('*' if e['weak'] else '') for e in entities if e['sick'])}), "
+            f"{len(rows)} failures",
+            file=sys.stderr,
+        )
 
 
 def main():
