@@ -306,6 +306,22 @@ def nearest_bad(
     return out
 
 
+# Epoch ms fit in 42 bits until the year 2109: (runner, time) pairs are one int64 key.
+_KEY_SCALE = np.int64(1) << 42
+
+
+def _keyed(
+    frame: Frame, rows: np.ndarray, runner: np.ndarray, time_ms: np.ndarray, reader: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The readings `rows` as sorted (runner, time) keys with their order, the wanted (runner, time)
+    keys, and where each wanted key would go among them (the first reading at or after it)."""
+    keys = getattr(frame, reader)[rows].astype(np.int64) * _KEY_SCALE + frame.r_time_ms[rows]
+    order = np.argsort(keys)
+    keys = keys[order]
+    wanted = runner.astype(np.int64) * _KEY_SCALE + time_ms
+    return keys, order, wanted, np.searchsorted(keys, wanted, side="left")
+
+
 def next_bad(
     frame: Frame,
     rows: np.ndarray,
@@ -321,15 +337,12 @@ def next_bad(
     out = np.zeros(runner.size, bool)
     if rows.size == 0:
         return out
-    scale = np.int64(1) << 42  # epoch ms fit in 42 bits until the year 2109
-    keys = getattr(frame, reader)[rows].astype(np.int64) * scale + frame.r_time_ms[rows]
-    order = np.argsort(keys)
-    keys = keys[order]
-    wanted = runner.astype(np.int64) * scale + time_ms
-    after = np.searchsorted(keys, wanted, side="left")
+    keys, order, wanted, after = _keyed(frame, rows, runner, time_ms, reader)
     ok = after < keys.size
     c = np.where(ok, after, 0)
-    ok &= (keys[c] // scale == wanted // scale) & (keys[c] - wanted <= 2 * config.reading_stale_s * 1000)
+    ok &= (keys[c] // _KEY_SCALE == wanted // _KEY_SCALE) & (
+        keys[c] - wanted <= 2 * config.reading_stale_s * 1000
+    )
     out[ok] = bad[order[c[ok]]]
     return out
 
@@ -346,12 +359,7 @@ def nearest_reading(
     staleness limit, or -1 where it sent none."""
     if rows.size == 0:
         return np.full(runner.size, -1, np.int64)
-    scale = np.int64(1) << 42  # epoch ms fit in 42 bits until the year 2109
-    keys = getattr(frame, reader)[rows].astype(np.int64) * scale + frame.r_time_ms[rows]
-    order = np.argsort(keys)
-    keys = keys[order]
-    wanted = runner.astype(np.int64) * scale + time_ms
-    right = np.searchsorted(keys, wanted, side="left")
+    keys, order, wanted, right = _keyed(frame, rows, runner, time_ms, reader)
     left = right - 1
     stale = config.reading_stale_s * 1000
     best = np.full(wanted.size, -1, np.int64)
@@ -359,7 +367,7 @@ def nearest_reading(
     for candidate in (left, right):
         ok = (candidate >= 0) & (candidate < keys.size)
         c = np.where(ok, candidate, 0)
-        same_runner = ok & (keys[c] // scale == wanted // scale)
+        same_runner = ok & (keys[c] // _KEY_SCALE == wanted // _KEY_SCALE)
         gap = np.abs(keys[c] - wanted).astype(float)
         take = same_runner & (gap <= stale) & (gap < best_gap)
         best_gap = np.where(take, gap, best_gap)

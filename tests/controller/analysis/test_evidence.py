@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.evidence import examine, judge_readings
+from controller.analysis.evidence import Finding, examine, judge_readings
 from controller.analysis.frame import Frame
 
 HOUR_MS = 3_600_000
@@ -196,14 +196,10 @@ def _oom_runner(report_every_minutes: int) -> tuple[Frame, np.ndarray]:
     return frame, np.flatnonzero(frame.fail)
 
 
-def test_oom_kills_reported_after_the_failures_they_caused_name_memory() -> None:
-    # Held-out fleets 607, 608, 610: a runner's memory limit was cut, and its agent, reporting every
-    # 50 minutes, counted the OOM kills since its last reading. Each failure's nearest reading is as
-    # often the one before the kill as the one after it: memory covered under half the failures, and
-    # the dimension was unknown.
+def _examined(frame: Frame, failed: np.ndarray) -> Finding:
+    """What the runner's readings name for its failed rows, the stretch from its first failure to its last."""
     config = AnalysisConfig()
-    frame, failed = _oom_runner(report_every_minutes=50)
-    finding = examine(
+    return examine(
         frame,
         judge_readings(frame, config),
         np.arange(frame.r_time_ms.size),
@@ -212,22 +208,20 @@ def test_oom_kills_reported_after_the_failures_they_caused_name_memory() -> None
         int(frame.time_ms[failed].max()),
         config,
     )
+
+
+def test_oom_kills_reported_after_the_failures_they_caused_name_memory() -> None:
+    # Held-out fleets 607, 608, 610: a runner's memory limit was cut, and its agent, reporting every
+    # 50 minutes, counted the OOM kills since its last reading. Each failure's nearest reading is as
+    # often the one before the kill as the one after it: memory covered under half the failures, and
+    # the dimension was unknown.
+    finding = _examined(*_oom_runner(report_every_minutes=50))
     assert finding.dimension == "memory"
     assert finding.coverage == 1.0
 
 
 def test_a_reading_with_no_oom_kills_after_a_failure_does_not_name_memory() -> None:
     # The same runner with the kills never reported (a counter that stayed at zero): nothing names it.
-    config = AnalysisConfig()
     frame, failed = _oom_runner(report_every_minutes=50)
     frame.r_values["oom_kills"][:] = 0.0
-    finding = examine(
-        frame,
-        judge_readings(frame, config),
-        np.arange(frame.r_time_ms.size),
-        failed,
-        int(frame.time_ms[failed].min()),
-        int(frame.time_ms[failed].max()),
-        config,
-    )
-    assert finding.dimension == "unknown"
+    assert _examined(frame, failed).dimension == "unknown"
