@@ -1,4 +1,4 @@
-"""Feed a generated heldout7 fleet to a running controller: feed.py OUTDIR.
+"""Feed a generated heldout7 (or heldout8) fleet to a running controller: feed.py OUTDIR.
 
 heldout6's feed.py (the same mechanics), fed NDJSON only (these fleets' CI uploads no JUnit):
 

@@ -39,9 +39,9 @@ CPID=$!
 trap 'kill $CPID 2>/dev/null || true; wait $CPID 2>/dev/null || true; rm -rf "$TMP"' EXIT
 # runnerctl import keeps its resume offsets under the state directory: keep them out of $HOME
 export RUNNERCTL_SERVER="http://127.0.0.1:$PORT" RUNNERCTL_TOKEN="$TOKEN" XDG_STATE_HOME="$TMP/state"
-export H8_INGEST_TOKEN="$INGEST" H8_AGENT_TOKENS="$AGENTS" BIN H8_DB="$DB"
+export H7_INGEST_TOKEN="$INGEST" H7_AGENT_TOKENS="$AGENTS" BIN H7_DB="$DB"
 for _ in $(seq 100); do curl -sf "$RUNNERCTL_SERVER/healthz" >/dev/null && break; sleep 0.2; done
-"$BIN/python" "$HERE/feed.py" "$OUT" || echo "feed failed: see $OUT/feed.log"
+"$BIN/python" "$REPO/tests/heldout7/feed.py" "$OUT" || echo "feed failed: see $OUT/feed.log"
 T2=$(date +%s)
 "$BIN/runnerctl" get incidents -o json >"$OUT/incidents.json"
 "$BIN/runnerctl" get tests --all -o json >"$OUT/tests.json"
