@@ -92,7 +92,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     for number, cluster in enumerate(clusters):
         level = levels[cluster.segment.level]
         others = stretches[:number] + stretches[number + 1 :]
-        incident = build_incident(
+        incident, _ = build_incident(
             cluster, level, frame, badness, bins, usable, cutoff, as_of, config, others=others
         )
         incidents.append(incident)

@@ -27,6 +27,13 @@ RESOLVE_P = 0.05
 RESOLVE_MAX_EXCESS = 0.001
 # Other entities' runs a verdict's stretch needs before its rate is taken as theirs, not its own.
 RESOLVE_MIN_PEER_RUNS = 20
+# A verdict is not resolved while the tests its stretch failed go on failing on it this many times
+# their rates elsewhere, beyond chance (Poisson) and at least this often: the same break, only quieter.
+RESOLVE_SAME_TESTS_RATIO = 3.0
+RESOLVE_SAME_TESTS_P = 1e-3
+RESOLVE_SAME_TESTS_MIN = 3
+# Runs of those tests on the entity before its onset that tell their usual rate there.
+RESOLVE_MIN_RUNS_BEFORE = 50
 # How far beyond its tests' rates a runner's runs since its named dimension went bad must fail for the
 # onset to go back to then (the readings have dated it; the failures only have to agree).
 ONSET_BEFORE_P = 0.05
@@ -49,8 +56,9 @@ def build_incident(
     as_of_ms: int,
     config: AnalysisConfig,
     others: Sequence[np.ndarray] = (),
-) -> dict[str, Any]:
-    """The incident for one cluster. `others` are the other clusters' stretches (a mask each): what
+) -> tuple[dict[str, Any], np.ndarray]:
+    """The incident for one cluster, and the tests its stretch broke (failing twice or more, beyond
+    twice their rates there, and not before its onset). `others` are the other clusters' stretches (a mask each): what
     they explain is judged at their rate when this one is asked whether it ran cleanly since."""
     seg = cluster.segment
     rows = seg.rows
@@ -86,6 +94,14 @@ def build_incident(
         frame, level, seg.entity, usable, cluster.expected, onset, finding, badness, reading_rows, config
     )
     since_onset = failed[frame.time_ms[failed] >= onset]
+    before = np.flatnonzero((level.entity == seg.entity) & usable & (frame.time_ms < onset))
+    stretch_tests = np.setdiff1d(
+        _tests_in_excess(frame, rows[frame.time_ms[rows] >= onset], cluster.expected),
+        _tests_in_excess(frame, before, cluster.expected),
+    )
+    before = before[np.isin(frame.cols["test"][before], stretch_tests)]
+    # What those tests failed there before: their rates elsewhere miss tests only it runs.
+    rate_before = float(frame.fail[before].mean()) if before.size >= RESOLVE_MIN_RUNS_BEFORE else 0.0
     # The bar this hypothesis had to pass: Benjamini–Hochberg's critical value at its rank (q·rank/m,
     # i.e. p·q/q-value). The cutoff alone (the largest p accepted) is the cluster's own p when it is
     # the only one, and would date every lone verdict to its last failure.
@@ -124,6 +140,7 @@ def build_incident(
             candidate_failure,
             since_expected,
             clean_since,
+            (stretch_tests, rate_before),
             as_of_ms,
             excess_rate,
             config.resolve_after_jobs_healed if healed else config.resolve_after_jobs,
@@ -143,7 +160,7 @@ def build_incident(
         bin_ms = config.bin_s * 1000
         end_ms = min(end_ms, (last_run_ms // bin_ms + 1) * bin_ms)  # the end of the hour it last ran
 
-    return {
+    incident = {
         "id": incident_id(level.name, entity_name, seg.first_bin),
         "kind": level.name,
         "entity": entity_name,
@@ -194,6 +211,7 @@ def build_incident(
         "tests": _top_tests(frame, since_onset),
         "affected_jobs": _jobs(frame, since_onset),
     }
+    return incident, stretch_tests
 
 
 def _read_while_failing(finding: Finding) -> bool:
@@ -377,6 +395,7 @@ def _resolved_at(
     last_failure_ms: int,
     expected: np.ndarray,
     usable: np.ndarray,
+    stretch_tests: tuple[np.ndarray, float],
     as_of_ms: int,
     excess_rate: float,
     min_jobs: int,
@@ -384,7 +403,10 @@ def _resolved_at(
 ) -> int | None:
     """`end_ms` (the end of the stretch's last bin) when the entity has run cleanly since: at its
     expected rate, and long enough that its stretch's excess per execution would have shown — an
-    image breaking five tests in a hundred fails a job in three, and a few clean jobs do not heal it."""
+    image breaking five tests in a hundred fails a job in three, and a few clean jobs do not heal it.
+    Nor is it clean while `stretch_tests` (those the stretch failed, and what they failed there
+    before it) still fail far beyond their rates: a bad image's night jobs run fewer of the tests it
+    breaks, not none."""
     after = np.flatnonzero(
         (level.entity == entity) & (frame.time_ms >= end_ms) & (frame.time_ms <= as_of_ms) & usable
     )
@@ -397,7 +419,32 @@ def _resolved_at(
         return None
     if stats.poisson.cdf(o, x + excess_rate * after.size) >= RESOLVE_P:
         return None  # as few failures as these are still likely at the stretch's rate
+    tests, rate_before = stretch_tests
+    again = after[np.isin(frame.cols["test"][after], tests)]
+    failed_tests, counts = np.unique(frame.cols["test"][again[frame.fail[again]]], return_counts=True)
+    if failed_tests.size:
+        # Without the test failing most since: one test failing on and on there is that test's own
+        # trouble with the entity (flaky on a busy host), not the break coming back.
+        again = again[frame.cols["test"][again] != failed_tests[np.argmax(counts)]]
+    o_again = int(frame.fail[again].sum())
+    x_again = max(float(expected[again].sum()), rate_before * again.size)
+    if (
+        o_again >= max(RESOLVE_SAME_TESTS_MIN, RESOLVE_SAME_TESTS_RATIO * x_again)
+        and stats.poisson.sf(o_again - 1, x_again) < RESOLVE_SAME_TESTS_P
+    ):
+        return None
     return end_ms
+
+
+def _tests_in_excess(frame: Frame, rows: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """The tests that failed among `rows` twice or more, and more than twice their rates elsewhere.
+    Since the onset: what the stretch broke, not a test broken everywhere that failed there too, nor
+    one that failed once as the stretch ended. Before it: the entity's own trouble with a test (a hard
+    shard's, an interaction), which goes on after the fix."""
+    codes, inverse = np.unique(frame.cols["test"][rows], return_inverse=True)
+    failures = np.bincount(inverse, weights=frame.fail[rows], minlength=codes.size)
+    expected_sum = np.bincount(inverse, weights=expected[rows], minlength=codes.size)
+    return codes[(failures >= 2) & (failures > 2.0 * expected_sum)]
 
 
 def _expected_beside(

@@ -157,3 +157,17 @@ def test_a_bad_image_on_autoscaled_vms_is_retired_when_its_vms_are_gone_and_the_
     assert image["state"] == "resolved"
     assert image["resolution"].startswith("retired: not run since 2026-11-29T04:25")
     assert "none of its 3 hosts has run since" in image["resolution"]
+
+
+def test_a_bad_image_whose_night_jobs_fail_less_is_not_resolved_while_its_tests_still_fail() -> None:
+    # Eighth held-out simulator, fleet 803: a bad image on two arm runners failed its tests beyond
+    # their rates for a day and a half, then through the night ran fewer of the tests it breaks.
+    # Thirteen failures in 928 runs, where its tests' rates gave eight, was unlikely at the day's
+    # rate, so it was resolved at 19:00 while still failing; nine of those thirteen were the same
+    # tests the day's stretch failed, which pass elsewhere. All four pools, from noon of the day the
+    # image came to the data's end.
+    analysis = analyse(frame_from("quiet_night_image.csv.gz"))
+    (image,) = [i for i in analysis.incidents if i["kind"] == "image"]
+    assert image["entity"] == "ubuntu-arm64-ci-2026.10.2"
+    assert image["state"] == "suspect"
+    assert image["end"] is None
