@@ -92,7 +92,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     for number, cluster in enumerate(clusters):
         level = levels[cluster.segment.level]
         others = stretches[:number] + stretches[number + 1 :]
-        incident, _ = build_incident(
+        incident, broke = build_incident(
             cluster, level, frame, badness, bins, usable, cutoff, as_of, config, others=others
         )
         incidents.append(incident)
@@ -100,9 +100,12 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         # From the onset, not the scanned stretch's first bin: a test failing on its own before the
         # runner went sick (a flaky test on the only shard that runs it) keeps those failures.
         onset_ms = to_ms(datetime.fromisoformat(incident["onset"]))
-        charged = (
-            selected & (level.entity == seg.entity) & (frame.time_ms >= onset_ms) & (bins <= seg.last_bin)
-        )
+        since = selected & (level.entity == seg.entity) & (frame.time_ms >= onset_ms)
+        charged = since & (bins <= seg.last_bin)
+        if incident["state"] != "resolved":
+            # What its stretch broke, failing there since, is the same open verdict's, quieter; a
+            # flaky test on a runner sick for days keeps its own failures after the stretch.
+            charged |= since & np.isin(frame.cols["test"], broke)
         reasons.append(incident["id"])
         discount[charged & (discount < 0)] = len(reasons) - 1
     # An incident found beside an outage of some tests may hold that outage's failures too: a pool

@@ -171,3 +171,16 @@ def test_a_bad_image_whose_night_jobs_fail_less_is_not_resolved_while_its_tests_
     assert image["entity"] == "ubuntu-arm64-ci-2026.10.2"
     assert image["state"] == "suspect"
     assert image["end"] is None
+
+
+def test_what_an_open_verdict_broke_failing_after_its_stretch_is_not_charged_to_the_tests() -> None:
+    # The same image: its stretch ends at 19:00, and its tests' failures in the night after counted as
+    # flake points, two of them enough to call a healthy test flaky. While the verdict is open, what
+    # its stretch broke (tests failing there twice or more, beyond twice their rates) and fails there
+    # since is the same verdict's, quieter.
+    analysis = analyse(frame_from("quiet_night_image.csv.gz"))
+    (image,) = [i for i in analysis.incidents if i["kind"] == "image"]
+    verdicts = analysis.tests_by_id()
+    for test in ("tests/unit/test_http.py::test_http_147", "tests/unit/test_auth.py::test_auth_122"):
+        assert verdicts[test]["verdict"] == "healthy", "the image's failures are not flake points"
+        assert verdicts[test]["discounted_by"].get(image["id"], 0) >= 3, verdicts[test]
