@@ -236,7 +236,7 @@ def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
         and segment.failures - segment.expected >= config.min_excess_rate * segment.executions
         and segment.distinct_units >= config.min_distinct_tests
         and segment.failed_jobs >= config.min_failed_jobs
-        and segment.without_top_test_p <= max(cutoff, 1e-3)
+        and segment.without_top_test_p <= max(cutoff, config.without_top_test_p)
         and segment.without_top_test_ratio >= config.min_ratio / 1.5
         and segment.beyond_top_two_p <= BEYOND_TOP_TWO_P
         and segment.beyond_top_two_ratio >= config.min_ratio / 1.5

@@ -61,6 +61,16 @@ class AnalysisConfig(BaseModel):
     confirmed_min_failed_jobs: int = Field(
         default=1, ge=1, description="min_failed_jobs for a runner or host whose readings confirm a dimension"
     )
+    without_top_test_p: float = Field(
+        default=1e-3,
+        description="p a cluster's failures must still reach without its most-failing test (or the BH cutoff, if higher)",
+    )
+    confirmed_without_top_test_p: float = Field(
+        default=1e-2,
+        description="without_top_test_p for a runner or host whose readings confirm a dimension and that "
+        "fails min_ratio times its tests' rates: nine failures of eight tests hold less without the top one "
+        "than their spread shows",
+    )
     burst_max_s: int = Field(
         default=3600,
         description="an excess all within this long (about as long as outages last), followed by runs "
