@@ -28,6 +28,9 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
 
 DAY_MS = 86_400_000
+# Separate streaks of failures, with passes between, that show a test run once per commit fails by
+# chance: a commit that broke it is one streak, and one broken and fixed again is two.
+FLAKY_MIN_STREAKS = 3
 
 
 @dataclass(frozen=True)
@@ -173,14 +176,13 @@ def _score_one(
         keep.size >= config.flake_min_executions
         and result["counted_failures"] >= config.flake_min_failures
         and _clears_floor(result["lower"], entities[keep], kept_fail, config)
-        and _passes_and_fails_on_same_code(frame, keep)
+        and (chance := _chance_shown(frame, keep)) is not None
     ):
         result["verdict"] = "flaky"
         runners = result["failing_runners"]
         plural = "s" * (runners != 1)
         result["reason"] = (
-            f"{result['counted_failures']} failures outside incidents on {runners} runner{plural}, "
-            "with passes on the same code"
+            f"{result['counted_failures']} failures outside incidents on {runners} runner{plural}, {chance}"
         )
         return result, keep
     in_pool = _flaky_in_one_pool(frame, keep, w, entities[keep], config)
@@ -207,7 +209,7 @@ def _flaky_with_its_group(
         failed.size < config.flake_evidence_failures
         or together * 2 < failed.size
         or np.unique(where[frame.fail[keep]]).size < 2
-        or not _passes_and_fails_on_same_code(frame, keep)
+        or _chance_shown(frame, keep) is None
     ):
         return None
     code = int(frame.cols["test"][keep[0]])
@@ -246,16 +248,13 @@ def _flaky_beyond_the_noise(
         ):
             continue
         p = float(stats.binom.sf(failures - 1, executions, noise))
-        if (
-            p >= config.flake_beyond_noise_p
-            or not _passes_and_fails_on_same_code(frame, keep)
-            or _bunched_in_time(frame, keep, config)
-        ):
+        chance = _chance_shown(frame, keep)
+        if p >= config.flake_beyond_noise_p or chance is None or _bunched_in_time(frame, keep, config):
             continue
         result["verdict"] = "flaky"
         result["reason"] = (
             f"{failures} failures outside incidents in {executions} runs on {result['failing_runners']} "
-            f"runners, with passes on the same code: {result['score']:.1%} where the tests called healthy "
+            f"runners, {chance}: {result['score']:.1%} where the tests called healthy "
             f"fail {noise:.2%} (binomial p = {p:.1g})"
         )
 
@@ -334,11 +333,11 @@ def _flaky_in_one_pool(
             and failures >= config.flake_min_failures
             and runners >= 2
             and _clears_floor(float(stats.beta.ppf(0.05, alpha, beta)), where[inside], fail[inside], config)
-            and _passes_and_fails_on_same_code(frame, sub)
+            and (chance := _chance_shown(frame, sub)) is not None
         ):
             return (
                 f"flaky on pool {frame.name('pool', int(pool))}: {failures} failures outside incidents "
-                f"in {sub.size} runs on {runners} runners, with passes on the same code; steady elsewhere"
+                f"in {sub.size} runs on {runners} runners, {chance}; steady elsewhere"
             )
     return None
 
@@ -368,7 +367,13 @@ def _interaction(frame: Frame, keep: np.ndarray, where: np.ndarray, config: Anal
     )
 
 
-def _passes_and_fails_on_same_code(frame: Frame, keep: np.ndarray) -> bool:
+def _chance_shown(frame: Frame, keep: np.ndarray) -> str | None:
+    """What shows the test's failures are chance, not its code, as a phrase; None where nothing does.
+    It passed and failed on the same code (a commit, else a pipeline run). Where it failed on code
+    that ran it once (a static shard runs it once per commit), failures coming back after passes,
+    again and again, show it instead: a commit that broke it fails every run until the fix, one
+    streak. Code that ran it twice or more and failed each time says the code broke it, unless that
+    is a rare rerun among failures each on code that ran it once."""
     fail = frame.fail[keep]
     for column in ("commit", "run"):
         codes = frame.cols[column][keep]
@@ -377,11 +382,22 @@ def _passes_and_fails_on_same_code(frame: Frame, keep: np.ndarray) -> bool:
             failed_on = set(codes[known & fail].tolist())
             passed_on = set(codes[known & ~fail].tolist())
             if failed_on & passed_on:
-                return True
+                return "with passes on the same code"
             if known.all():
-                return False
+                ran, times = np.unique(codes, return_counts=True)
+                failed = np.unique(codes[fail])
+                repeated = int(np.isin(failed, ran[times >= 2]).sum())
+                streaks = _failure_streaks(fail)
+                if 3 * repeated <= failed.size and streaks >= FLAKY_MIN_STREAKS:
+                    return f"in {streaks} separate spells between passes, on code it mostly ran once"
+                return None
     flips = int(np.count_nonzero(fail[1:] != fail[:-1]))
-    return flips >= 2
+    return "failing and passing by turns" if flips >= 2 else None
+
+
+def _failure_streaks(fail: np.ndarray) -> int:
+    """How many runs of consecutive failures `fail` (in time order) holds."""
+    return int(fail[0]) + int(np.count_nonzero(fail[1:] & ~fail[:-1])) if fail.size else 0
 
 
 def _broken_or_platform(

@@ -713,20 +713,21 @@ def test_an_outage_that_reached_one_healthy_runner_of_four_makes_no_test_flaky()
     assert {(b["kind"], b["entity"]) for b in analysis.bursts} == {("runner", "alpha-01")}
 
 
-def _a_hard_shard_of_one(seed: int, rate: float) -> Frame:
+def _a_hard_shard_of_one(seed: int, rate: float, jobs_per_commit: int = 2, broken_from: int = 240) -> Frame:
     """Five days of a static shard of one runner, hard-1, the only one that runs a slow test failing
-    at `rate`; each commit's job and its merge job run it there. Three other runners run twenty tests
+    at `rate` (every run from commit `broken_from` on); each commit's job and its merge job run it
+    there, or with `jobs_per_commit` 1 the commit's job alone. Three other runners run twenty tests
     that fail one run in a thousand."""
     rng = np.random.default_rng(seed)
     start = 1_796_287_200_000
     rows: list[tuple[object, ...]] = []
     for k in range(240):
         commit = f"c{k:03d}"
-        for attempt in range(2):
+        for attempt in range(jobs_per_commit):
             at = start + k * 1_800_000 + attempt * 600_000
             job = 2 * k + attempt
             place = ("hard-1", "hard-1-vm", "linux", "ubuntu", False)
-            failed = bool(rng.random() < rate)
+            failed = bool(rng.random() < rate) or k >= broken_from
             rows.append(
                 _row(
                     len(rows) + 1,
@@ -770,3 +771,22 @@ def test_a_flaky_test_only_one_runner_runs_is_flaky_not_an_interaction(seed: int
     assert analysis.incidents == []
     score = analysis.tests_by_id()["tests/it/test_sync.py::test_slow"]
     assert score["verdict"] == "flaky", score
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_flaky_test_run_once_per_commit_is_flaky_by_its_failures_coming_back(seed: int) -> None:
+    # Held-out fleets 802, 805, 809: the static shard ran its slow tests once per commit, so no commit
+    # both passed and failed one, the sign of chance a test run on several jobs per commit gives.
+    # Failures that come back after passes, again and again, are the sign instead.
+    analysis = analyse(_a_hard_shard_of_one(seed, rate=0.05, jobs_per_commit=1))
+    score = analysis.tests_by_id()["tests/it/test_sync.py::test_slow"]
+    assert score["verdict"] == "flaky", score
+    assert "separate spells between passes, on code it mostly ran once" in score["reason"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_test_broken_by_a_commit_and_run_once_per_commit_is_not_flaky(seed: int) -> None:
+    # The same shard, the test passing until commit 200 broke it: one streak of failures to the end.
+    analysis = analyse(_a_hard_shard_of_one(seed, rate=0.0, jobs_per_commit=1, broken_from=200))
+    score = analysis.tests_by_id()["tests/it/test_sync.py::test_slow"]
+    assert score["verdict"] != "flaky", score
