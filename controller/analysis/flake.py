@@ -31,6 +31,11 @@ DAY_MS = 86_400_000
 # Separate streaks of failures, with passes between, that show a test run once per commit fails by
 # chance: a commit that broke it is one streak, and one broken and fixed again is two.
 FLAKY_MIN_STREAKS = 3
+# The shorter span a test's failures may crowd into, beside `outage_max_s`: how long most outages last.
+BURST_SHORT_S = 3600
+# How far beyond its usual rate the rest of the fleet must fail in that span for it to hold something
+# that was down (Poisson).
+FLEET_ELEVATED_P = 0.05
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,29 @@ def release_own_runs(
     discount[inside[own[key_of]]] = -1
 
 
+@dataclass(frozen=True)
+class _CountedRuns:
+    """Every run no incident, outage or burst took, in time order: what the fleet usually fails,
+    and whether it failed beyond that in some span."""
+
+    time_ms: np.ndarray
+    failed_before: np.ndarray  # per index, the failures among the runs before it
+    rate: float
+
+    @classmethod
+    def of(cls, frame: Frame, rows: np.ndarray) -> _CountedRuns:
+        fail = frame.fail[rows]
+        rate = float(fail.mean()) if rows.size else 0.0
+        return cls(frame.time_ms[rows], np.concatenate([[0], np.cumsum(fail)]), rate)
+
+    def elevated(self, start_ms: int, end_ms: int, own_failures: int, own_runs: int) -> bool:
+        """Whether the runs in [start_ms, end_ms), less a test's own there, fail beyond the usual rate."""
+        lo, hi = np.searchsorted(self.time_ms, [start_ms, end_ms], side="left")
+        failures = int(self.failed_before[hi] - self.failed_before[lo]) - own_failures
+        runs = int(hi - lo) - own_runs
+        return failures >= 1 and float(stats.poisson.sf(failures - 1, self.rate * runs)) < FLEET_ELEVATED_P
+
+
 def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, Any]]:
     frame = inputs.frame
     rows = np.flatnonzero(inputs.selected)
@@ -105,7 +133,8 @@ def score_tests(inputs: FlakeInputs, config: AnalysisConfig) -> list[dict[str, A
         _score_one(inputs, rows[s:e], weights, entities, lone, config)
         for s, e in zip(starts, ends, strict=True)
     ]
-    _flaky_beyond_the_noise(frame, scored, entities, config)
+    counted = _CountedRuns.of(frame, np.flatnonzero(inputs.selected & (inputs.discount < 0)))
+    _flaky_beyond_the_noise(frame, scored, entities, counted, config)
     scores = [result for result, _ in scored]
     scores.sort(key=lambda item: (-item["lower"], item["test_id"]))
     return scores
@@ -226,6 +255,7 @@ def _flaky_beyond_the_noise(
     frame: Frame,
     scored: list[tuple[dict[str, Any], np.ndarray]],
     entities: np.ndarray,
+    counted: _CountedRuns,
     config: AnalysisConfig,
 ) -> None:
     """Flaky below the floor where the fleet's healthy tests fail far less: the floor is a conservative
@@ -249,7 +279,11 @@ def _flaky_beyond_the_noise(
             continue
         p = float(stats.binom.sf(failures - 1, executions, noise))
         chance = _chance_shown(frame, keep)
-        if p >= config.flake_beyond_noise_p or chance is None or _bunched_in_time(frame, keep, config):
+        if (
+            p >= config.flake_beyond_noise_p
+            or chance is None
+            or _bunched_in_time(frame, keep, counted, config)
+        ):
             continue
         result["verdict"] = "flaky"
         result["reason"] = (
@@ -259,22 +293,46 @@ def _flaky_beyond_the_noise(
         )
 
 
-def _bunched_in_time(frame: Frame, keep: np.ndarray, config: AnalysisConfig) -> bool:
-    """Whether the test's failures crowd into one span of `outage_max_s` far beyond its other runs
-    (Fisher): what a service it calls being down leaves, where no outage of it was found. The span is
-    the densest of those opening at each failure, so the test pays for looking at each of them: a
-    flaky test failing 19 times in a week has some afternoon where four of them fell."""
+def _bunched_in_time(frame: Frame, keep: np.ndarray, counted: _CountedRuns, config: AnalysisConfig) -> bool:
+    """Whether the test's failures crowd into one span of an hour, or of `outage_max_s`, far beyond
+    its other runs (Fisher): what a service it calls being down leaves, where no outage of it was
+    found. The span is the densest of those opening at each failure, so the test pays for looking at
+    each of them, at both lengths: a flaky test failing 19 times in a week has some afternoon where
+    four of them fell. Most outages last under an hour, and six hours of runs around three failures
+    in ten minutes hide them. An hour is short enough that, among hundreds of flaky tests, some
+    fail three times in one by chance, so there the rest of the fleet (`counted`) must have failed
+    beyond its usual rate too, and the failures come from two pipelines or more: one pipeline's jobs
+    and its retry failing a flaky test together are that pipeline's bad luck, not something down."""
     time_ms, fail = frame.time_ms[keep], frame.fail[keep]  # in time order (score_tests)
     starts = time_ms[fail]
-    first = np.searchsorted(time_ms, starts, side="left")
-    stop = np.searchsorted(time_ms, starts + config.outage_max_s * 1000, side="left")
+    spans = sorted({min(BURST_SHORT_S, config.outage_max_s), config.outage_max_s})
     failed_before = np.concatenate([[0], np.cumsum(fail)])
-    inside = failed_before[stop] - failed_before[first]
-    densest = int(np.argmax(inside))
-    k, n = int(inside[densest]), int(stop[densest] - first[densest])
-    rest_k, rest_n = int(fail.sum()) - k, keep.size - n
-    p = stats.fisher_exact([[k, n - k], [rest_k, rest_n - rest_k]], alternative="greater").pvalue
-    return bool(p * starts.size < config.flake_burst_p)
+    first = np.searchsorted(time_ms, starts, side="left")
+    for span_s in spans:
+        stop = np.searchsorted(time_ms, starts + span_s * 1000, side="left")
+        inside = failed_before[stop] - failed_before[first]
+        densest = int(np.argmax(inside))
+        k, n = int(inside[densest]), int(stop[densest] - first[densest])
+        held = keep[first[densest] : stop[densest]]
+        if span_s < config.outage_max_s and (
+            _one_pipeline(frame, held[frame.fail[held]])
+            or not counted.elevated(int(starts[densest]), int(starts[densest]) + span_s * 1000, k, n)
+        ):
+            continue
+        rest_k, rest_n = int(fail.sum()) - k, keep.size - n
+        p = stats.fisher_exact([[k, n - k], [rest_k, rest_n - rest_k]], alternative="greater").pvalue
+        if p * starts.size * len(spans) < config.flake_burst_p:
+            return True
+    return False
+
+
+def _one_pipeline(frame: Frame, rows: np.ndarray) -> bool:
+    """Whether `rows` all ran in one pipeline run (else, where runs are not known, on one commit)."""
+    for column in ("run", "commit"):
+        codes = frame.cols[column][rows]
+        if (codes >= 0).all():
+            return bool(np.unique(codes).size == 1)
+    return False
 
 
 def _clears_floor(lower: float, where: np.ndarray, fail: np.ndarray, config: AnalysisConfig) -> bool:
