@@ -328,9 +328,9 @@ def _onset_before_stretch(
     reading_rows: np.ndarray,
     config: AnalysisConfig,
 ) -> int:
-    """The first failure since the named dimension went bad, where that was before the stretch and
-    every reading of it since read bad, and the runner's (or host's) runs since then up to the onset
-    fail beyond their tests' rates: a poisoned cache fails the few tests that read it now and then for
+    """The first failure since the named dimension went bad (after its last healthy reading), where
+    that was before the stretch and every reading of it since read bad, and the runner's (or host's)
+    runs since then up to the onset fail beyond their tests' rates: a poisoned cache fails the few tests that read it now and then for
     days before they fail often enough for the scan, and its digest said so all along. Only for a
     cache or a clock, which are wrong whenever they read so: a disk or memory under pressure for days
     is also what resource-sensitive tests fail under, now and then, on a runner not yet sick."""
@@ -346,7 +346,9 @@ def _onset_before_stretch(
     bad = badness.bad[dimension][mine]
     at = int(np.searchsorted(frame.r_time_ms[mine], finding.onset_ms))
     healthy = np.flatnonzero(~bad[:at])
-    since = int(frame.r_time_ms[mine[healthy[-1] + 1 if healthy.size else 0]])
+    # It went bad after its last healthy reading, not at its first bad one: a poisoned cache may
+    # fail a job in the half hour between them.
+    since = int(frame.r_time_ms[mine[healthy[-1]]]) + 1 if healthy.size else int(frame.r_time_ms[mine[0]])
     if since >= onset:
         return onset
     before = np.flatnonzero(

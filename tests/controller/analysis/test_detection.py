@@ -1969,3 +1969,38 @@ def test_a_poisoned_cache_failing_now_and_then_for_days_before_it_fails_often_da
     assert (incident["kind"], incident["entity"], incident["dimension"]) == ("runner", "linux-03", "cache")
     went_bad = scenario.start + timedelta(hours=20)
     assert went_bad <= datetime.fromisoformat(incident["onset"]) <= went_bad + timedelta(hours=4)
+
+
+def test_a_cache_poisoned_between_two_readings_dates_from_the_healthy_one() -> None:
+    # Sixth held-out simulator, fleet 610: a runner's cache went bad at 13:57, failed a job at once,
+    # and the next digest, half an hour later, was the first to differ from the pool's. Counting
+    # from that first bad digest left the job out, and with it the onset went a day late, to where
+    # the tests that read the cache failed often. It went bad after the last healthy digest. Here the
+    # agent reports every 30 minutes, and its digests show the poison 45 minutes late.
+    scenario = Scenario(
+        pools=(PoolSpec("linux", 8),),
+        duration_days=3.0,
+        readings_lead_minutes=-45.0,
+        report_interval_minutes=30.0,
+        events=(
+            SickRunner(
+                "linux-03",
+                "cache",
+                onset=timedelta(hours=20),
+                end=timedelta(hours=20, minutes=40),
+                fail_prob=0.3,
+            ),
+            SickRunner(
+                "linux-03",
+                "cache",
+                onset=timedelta(hours=20, minutes=40),
+                end=timedelta(hours=56),
+                fail_prob=0.03,
+            ),
+            SickRunner("linux-03", "cache", onset=timedelta(hours=56), fail_prob=0.6),
+        ),
+    )
+    (incident,) = analyse(frame_of(simulate(scenario, seed=4))).incidents
+    assert (incident["kind"], incident["entity"], incident["dimension"]) == ("runner", "linux-03", "cache")
+    went_bad = scenario.start + timedelta(hours=20)
+    assert went_bad <= datetime.fromisoformat(incident["onset"]) <= went_bad + timedelta(hours=2)
