@@ -8,7 +8,7 @@ their reports to /v1/reports (at most 500 a request) — two of them with their 
 rest through an ingest token (a gateway). The analysis loop runs on its own meanwhile. At the end it
 asks for a full pass (POST /v1/analysis/run) and checks that everything sent was stored exactly once.
 
-Environment: RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), H4_INGEST_TOKEN, H4_AGENT_TOKENS (JSON
+Environment: RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), HELDOUT_INGEST_TOKEN, HELDOUT_AGENT_TOKENS (JSON
 {runner: token}), BIN (for runnerctl).
 """
 
@@ -26,8 +26,8 @@ import requests
 
 SERVER = os.environ["RUNNERCTL_SERVER"]
 ADMIN = os.environ["RUNNERCTL_TOKEN"]
-INGEST = os.environ.get("H4_INGEST_TOKEN") or ADMIN
-AGENTS = json.loads(os.environ.get("H4_AGENT_TOKENS") or "{}")
+INGEST = os.environ.get("HELDOUT_INGEST_TOKEN") or ADMIN
+AGENTS = json.loads(os.environ.get("HELDOUT_AGENT_TOKENS") or "{}")
 BIN = os.environ.get("BIN", str(Path(__file__).resolve().parents[2] / ".venv" / "bin"))
 
 session = requests.Session()

@@ -1,9 +1,9 @@
-"""Feed a generated fleet to a running controller: feed.py OUTDIR.
+"""Feed a generated heldout5 (or heldout6) fleet to a running controller: feed.py OUTDIR.
 
 Three channels, as a real installation would have them:
 
-* backfill: everything that arrived before truth["feed"]["backfill_until_ms"]. The windows pool's
-  JUnit files go first: a few through `runnerctl import --no-wait` with identity flags (an operator
+* backfill: everything that arrived before truth["feed"]["backfill_until_ms"]. The JUnit files of
+  the pool whose CI uploads JUnit (windows in heldout5, mac in heldout6) go first: a few through `runnerctl import --no-wait` with identity flags (an operator
   importing old Jenkins artifacts by hand), the rest through `POST /v1/results/junit` with the identity
   as query parameters; then the NDJSON results and reports through one `runnerctl import`, which waits
   for the verdicts;
@@ -13,8 +13,8 @@ Three channels, as a real installation would have them:
   twice (an uploader retrying after a lost acknowledgement);
 * a final `POST /v1/analysis/run`, then the stored counts are checked against what was generated.
 
-Environment: RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), H5_INGEST_TOKEN, H5_AGENT_TOKENS (JSON
-{runner: token}), BIN (for runnerctl).
+Environment: RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), HELDOUT_INGEST_TOKEN, HELDOUT_AGENT_TOKENS (JSON
+{runner: token}), HELDOUT_DB, BIN (for runnerctl): tests/heldout/run_fleet.sh sets them.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import requests
 
 SERVER = os.environ["RUNNERCTL_SERVER"]
 ADMIN = os.environ["RUNNERCTL_TOKEN"]
-INGEST = os.environ.get("H5_INGEST_TOKEN") or ADMIN
-AGENTS = json.loads(os.environ.get("H5_AGENT_TOKENS") or "{}")
+INGEST = os.environ.get("HELDOUT_INGEST_TOKEN") or ADMIN
+AGENTS = json.loads(os.environ.get("HELDOUT_AGENT_TOKENS") or "{}")
 BIN = os.environ.get("BIN", str(Path(__file__).resolve().parents[2] / ".venv" / "bin"))
-DB = os.environ.get("H5_DB")
+DB = os.environ.get("HELDOUT_DB")
 
 session = requests.Session()
 problems: list[str] = []

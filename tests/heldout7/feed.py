@@ -1,6 +1,6 @@
 """Feed a generated heldout7 (or heldout8) fleet to a running controller: feed.py OUTDIR.
 
-heldout6's feed.py (the same mechanics), fed NDJSON only (these fleets' CI uploads no JUnit):
+heldout5's feed.py (the same mechanics), fed NDJSON only (these fleets' CI uploads no JUnit):
 
 * backfill: everything that arrived before truth["feed"]["backfill_until_ms"], results and agent
   reports (`"kind": "report"`), through one `runnerctl import`, which waits for the verdicts;
@@ -10,8 +10,8 @@ heldout6's feed.py (the same mechanics), fed NDJSON only (these fleets' CI uploa
   (an uploader retrying after a lost acknowledgement);
 * a final `POST /v1/analysis/run`, then the stored counts are checked against what was generated.
 
-Environment: RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), H7_INGEST_TOKEN, H7_AGENT_TOKENS (JSON
-{runner: token}), BIN (for runnerctl).
+Environment: RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), HELDOUT_INGEST_TOKEN, HELDOUT_AGENT_TOKENS (JSON
+{runner: token}), HELDOUT_DB, BIN (for runnerctl): tests/heldout/run_fleet.sh sets them.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import requests
 
 SERVER = os.environ["RUNNERCTL_SERVER"]
 ADMIN = os.environ["RUNNERCTL_TOKEN"]
-INGEST = os.environ.get("H7_INGEST_TOKEN") or ADMIN
-AGENTS = json.loads(os.environ.get("H7_AGENT_TOKENS") or "{}")
+INGEST = os.environ.get("HELDOUT_INGEST_TOKEN") or ADMIN
+AGENTS = json.loads(os.environ.get("HELDOUT_AGENT_TOKENS") or "{}")
 BIN = os.environ.get("BIN", str(Path(__file__).resolve().parents[2] / ".venv" / "bin"))
-DB = os.environ.get("H7_DB")
+DB = os.environ.get("HELDOUT_DB")
 
 session = requests.Session()
 problems: list[str] = []
