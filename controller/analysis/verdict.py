@@ -423,11 +423,9 @@ def _resolved_at(
         return None  # as few failures as these are still likely at the stretch's rate
     tests, rate_before = stretch_tests
     again = after[np.isin(frame.cols["test"][after], tests)]
-    failed_tests, counts = np.unique(frame.cols["test"][again[frame.fail[again]]], return_counts=True)
-    if failed_tests.size:
-        # Without the test failing most since: one test failing on and on there is that test's own
-        # trouble with the entity (flaky on a busy host), not the break coming back.
-        again = again[frame.cols["test"][again] != failed_tests[np.argmax(counts)]]
+    # Without the test failing most since: one test failing on and on there is that test's own
+    # trouble with the entity (flaky on a busy host), not the break coming back.
+    again = again[~np.isin(frame.cols["test"][again], _most_failed(frame, again, count=1))]
     o_again = int(frame.fail[again].sum())
     x_again = max(float(expected[again].sum()), rate_before * again.size)
     if (
