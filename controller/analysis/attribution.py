@@ -18,6 +18,7 @@ from scipy import stats
 from controller.analysis.baseline import Baseline, unique_pairs
 from controller.analysis.clusters import (
     Segment,
+    against_reference_p,
     beyond_its_top_jobs,
     bh_cutoff,
     breadth,
@@ -117,6 +118,10 @@ def find_clusters(
                 if beside is None:
                     continue
                 segment = beside
+            if not _reference_tells(
+                segment, level, frame, references[name] & ~explained, badness, cutoff, config
+            ):
+                continue
             # A runner or host whose own readings explain its failures was sick for that while, however
             # short: a job that failed while its disk read full is no burst shared with the moment.
             if not _readings_explain(segment, level, frame, usable, expected, badness, config):
@@ -312,6 +317,29 @@ def _stands(
     if segment.failed_jobs >= config.min_failed_jobs:
         return _readings_confirm(segment, level, frame, badness, config)
     return _readings_explain(segment, level, frame, usable, expected, badness, config)
+
+
+def _reference_tells(
+    segment: Segment,
+    level: Level,
+    frame: Frame,
+    reference: np.ndarray,
+    badness: Badness,
+    cutoff: float,
+    config: AnalysisConfig,
+) -> bool:
+    """Whether the stretch's failures stand against what its tests did in the reference rows, counted
+    as they were (clusters.against_reference_p), at the bar the scan's own test met and paying as it
+    does for the stretch chosen among the entity's bins; or its own readings name the cause. A runner
+    that alone runs a suite, retried elsewhere after each failure, is compared with a few dozen
+    retries: its tests' usual rate is then mostly a prior, and failing a perf suite's 5 % is no
+    sickness."""
+    if _readings_confirm(segment, level, frame, badness, config):
+        return True
+    p = against_reference_p(
+        segment.rows, reference, frame.cols["test"], frame.fail, config.peer_prior_strength
+    )
+    return min(1.0, p * segment.bins_tested) <= cutoff
 
 
 def _readings_confirm(

@@ -241,3 +241,42 @@ def is_cluster(segment: Segment, cutoff: float, config: AnalysisConfig) -> bool:
         and segment.beyond_top_two_p <= BEYOND_TOP_TWO_P
         and segment.beyond_top_two_ratio >= config.min_ratio / 1.5
     )
+
+
+def against_reference_p(
+    rows: np.ndarray, reference: np.ndarray, test: np.ndarray, fail: np.ndarray, prior_runs: float
+) -> float:
+    """How unlikely the stretch's failures are if each of its tests failed there at the rate it failed
+    in the `reference` rows (a mask; the stretch's own rows are left out of it), with `prior_runs`
+    clean runs more per test for what tests usually do: each test's failures shared between the
+    stretch and its reference as their runs are (the conditional test of two Poisson rates), summed
+    over tests.
+
+    The scan compares with an expected rate and takes that rate as known. Where the stretch's tests
+    ran elsewhere only a few times — a perf suite only one runner runs, its failures retried on
+    others — that rate is mostly the prior, and a suite failing its usual 5 % looks sick beside it.
+    Counted as they ran, a few dozen retries cannot tell 5 % from 0.7 %; twelve tests failing 40 %
+    stand against the prior's clean runs alone."""
+    codes, own_runs = np.unique(test[rows], return_counts=True)
+    position = np.searchsorted(codes, test[rows])
+    own_failed = np.bincount(position[fail[rows]], minlength=codes.size)
+    elsewhere = reference.copy()
+    elsewhere[rows] = False
+    elsewhere &= np.isin(test, codes)
+    position = np.searchsorted(codes, test[elsewhere])
+    other_runs = np.bincount(position, minlength=codes.size) + prior_runs
+    failed = own_failed + np.bincount(position[fail[elsewhere]], minlength=codes.size)
+    share = own_runs / (own_runs + other_runs)
+    observed = int(own_failed.sum())
+    # Far in the tail by the moments needs no exact sum.
+    mean = float((failed * share).sum())
+    sd = math.sqrt(float((failed * share * (1 - share)).sum()))
+    if observed <= mean:
+        return 1.0
+    if sd > 0 and (observed - mean) / sd > 8:
+        return 0.0
+    null = np.ones(1)
+    for k, q in zip(failed, share, strict=True):
+        if k > 0:
+            null = np.convolve(null, stats.binom.pmf(np.arange(k + 1), k, q))[: observed + 1]
+    return float(min(1.0, max(0.0, 1.0 - null[:observed].sum())))

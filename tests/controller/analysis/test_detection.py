@@ -2004,3 +2004,55 @@ def test_a_cache_poisoned_between_two_readings_dates_from_the_healthy_one() -> N
     assert (incident["kind"], incident["entity"], incident["dimension"]) == ("runner", "linux-03", "cache")
     went_bad = scenario.start + timedelta(hours=20)
     assert went_bad <= datetime.fromisoformat(incident["onset"]) <= went_bad + timedelta(hours=2)
+
+
+def _perf_runner(seed: int, sick_from_hour: int) -> Frame:
+    """Six runners on their own hosts, one pool and image, two days. Every half hour each runs a job
+    of twenty tests that fail one run in two hundred. From hour 30, r6 runs a perf suite instead,
+    every ten minutes: eight tests that fail one run in sixteen anywhere, each failure retried a few
+    minutes later on another runner. From `sick_from_hour`, r6 fails them one run in three."""
+    rng = np.random.default_rng(seed)
+    start = to_ms(datetime(2026, 11, 2))
+    rows: list[tuple[object, ...]] = []
+    job = 0
+
+    def run(runner: str, at: int, tests: list[str], fail_prob: float, retry: bool = False) -> None:
+        nonlocal job
+        job += 1
+        place = (runner, f"{runner}-host", "x64", "img", False)
+        failed_tests = []
+        for number, test in enumerate(tests):
+            failed = bool(rng.random() < fail_prob)
+            rows.append(_row(len(rows) + 1, at + number * 2000, failed, test, place, job, f"run-{job}", "c1"))
+            if failed:
+                failed_tests.append(test)
+        if retry and failed_tests:
+            again = f"r{rng.integers(1, 6)}"
+            run(again, at + 300_000, failed_tests, 1 / 16)
+
+    regular = [f"tests/unit/test_u{k}.py::test_it" for k in range(20)]
+    perf = [f"perf/bench_{k}.py::test_throughput" for k in range(8)]
+    for minute in range(0, 48 * 60, 10):
+        at = start + minute * 60_000
+        hour = minute // 60
+        if minute % 30 == 0:
+            for n in range(1, 6 if hour >= 30 else 7):
+                run(f"r{n}", at, regular, 1 / 200)
+        if hour >= 30:
+            sick = hour >= sick_from_hour
+            run("r6", at, perf, 1 / 3 if sick else 1 / 16, retry=True)
+    rows.sort(key=lambda row: (row[1], row[0]))
+    frame = Frame()
+    frame.append_results([(number, *row[1:]) for number, row in enumerate(rows, start=1)])
+    return frame
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_runner_alone_running_a_perf_suite_that_fails_it_far_more_than_its_retries_is_suspect(
+    seed: int,
+) -> None:
+    # A runner alone running a suite is judged by the runs its tests had elsewhere (retries, here)
+    # and before: failing its suite one run in three from hour 40, where its retries elsewhere pass
+    # fifteen in sixteen, it is suspect (there is no agent to ask).
+    analysis = analyse(_perf_runner(seed, sick_from_hour=40))
+    assert [(i["kind"], i["entity"], i["state"]) for i in analysis.incidents] == [("runner", "r6", "suspect")]
