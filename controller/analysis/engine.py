@@ -26,6 +26,10 @@ from controller.analysis.outages import Outage, find_outages, find_pool_outages,
 from controller.analysis.verdict import build_incident
 
 HEALTH_ORDER = {"healthy": 0, "warning": 1, "suspect": 2, "sick": 3}
+# How clearly a test must fail more under its runner's bad cache or clock readings than without them
+# for those failures to be the readings', not the test's: a mild call, which only moves failures from
+# the test's flake score to a warning.
+WRONG_READINGS_P = 0.05
 # The hours either side of an outage whose runs no incident holds show what those runs usually fail,
 # and how far beyond that they must fail in it for the outage to stand beside incidents.
 OUTAGE_AROUND_MS = 6 * 3_600_000
@@ -156,6 +160,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         reasons.append(burst_id)
         discount[inside & (discount < 0)] = len(reasons) - 1
     _join_companions(frame, selected, discount, reasons, outage_dicts[of_places:], anchors, config)
+    _charge_wrong_readings(frame, selected, badness, discount, reasons, config)
     resource_bad, resource_seen = _resource_pressure(frame, badness, config)
     release_own_runs(frame, selected & ~resource_bad, discount, len(incidents), config)
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
@@ -273,6 +278,81 @@ def _burst_dict(burst_id: str, burst: Burst, frame: Frame) -> dict[str, Any]:
         "failures": burst.failures,
         "executions": burst.executions,
     }
+
+
+def _charge_wrong_readings(
+    frame: Frame,
+    selected: np.ndarray,
+    badness: Badness,
+    discount: np.ndarray,
+    reasons: list[str],
+    config: AnalysisConfig,
+) -> None:
+    """Failures no verdict holds, on a runner (an ephemeral one's host) whose nearest cache or clock
+    reading was bad, are charged to that reading (`warning-<where>-<dimension>`), not to the tests,
+    where their test fails under such readings beyond what it fails without (Fisher, WRONG_READINGS_P)
+    and they are most of its failures (`resource_min_share`). A cache or a clock is wrong whenever it
+    reads so; a poisoned cache that fails one test now and then is a warning, never a verdict, and
+    that test is not flaky for it (held-out fleets 405 and 408: a conda cache failing one GPU test
+    five times in forty runs). A test failing as often where the readings were fine (a broken test,
+    a static shard's noisy test on the only runner that runs it) owes its failures nothing. Disk and
+    memory pressure are what resource-sensitive tests fail under instead (flake._resource_sensitive)."""
+    failed = np.flatnonzero(selected & frame.fail & (discount < 0))
+    if failed.size == 0:
+        return
+    wrong, dimension_of = _under_wrong_readings(frame, failed, badness, config)
+    if not wrong.any():
+        return
+    test = frame.cols["test"]
+    suspects = np.unique(test[failed[wrong]])
+    runs = np.flatnonzero(selected & (discount < 0) & np.isin(test, suspects))
+    under, _ = _under_wrong_readings(frame, runs, badness, config)
+    fail = frame.fail[runs]
+    charged = np.zeros(frame.size, bool)
+    for code in suspects:
+        mine = test[runs] == code
+        fails_bad, fails_ok = int((mine & fail & under).sum()), int((mine & fail & ~under).sum())
+        passes_bad, passes_ok = int((mine & ~fail & under).sum()), int((mine & ~fail & ~under).sum())
+        if fails_bad < config.resource_min_share * (fails_bad + fails_ok):
+            continue
+        _, p = stats.fisher_exact([[fails_bad, fails_ok], [passes_bad, passes_ok]], alternative="greater")
+        if p < WRONG_READINGS_P:
+            charged[runs[mine & fail & under]] = True
+    number: dict[str, int] = {}
+    for place in np.flatnonzero(wrong & charged[failed]):
+        row = failed[place]
+        where = frame.name("machine", frame.cols["machine"][row]) if frame.ephemeral[row] else None
+        reason = f"warning-{where or frame.name('runner', frame.cols['runner'][row])}-{dimension_of[place]}"
+        if reason not in number:
+            number[reason] = len(reasons)
+            reasons.append(reason)
+        discount[row] = number[reason]
+
+
+def _under_wrong_readings(
+    frame: Frame, rows: np.ndarray, badness: Badness, config: AnalysisConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of `rows`: whether the nearest cache or clock reading of where it ran (an ephemeral
+    runner's host) was bad, and which of the two."""
+    ephemeral = frame.ephemeral[rows]
+    dimension_of = np.full(rows.size, "", object)
+    for dimension in ("cache", "clock"):
+        readings = np.flatnonzero(frame.r_check == badness.check_of[dimension])
+        if readings.size == 0:
+            continue
+        found = nearest_reading(frame, readings, frame.cols["runner"][rows], frame.time_ms[rows], config)
+        if ephemeral.any():
+            found[ephemeral] = nearest_reading(
+                frame,
+                readings,
+                frame.cols["machine"][rows[ephemeral]],
+                frame.time_ms[rows[ephemeral]],
+                config,
+                "r_machine",
+            )
+        bad = (found >= 0) & badness.bad[dimension][readings][np.maximum(found, 0)] & (dimension_of == "")
+        dimension_of[bad] = dimension
+    return dimension_of != "", dimension_of
 
 
 def _resource_pressure(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -2096,3 +2097,29 @@ def test_a_host_whose_runner_fails_again_after_its_stretch_is_not_resolved(seed:
     host = [i for i in analysis.incidents if (i["kind"], i["entity"]) == ("machine", "h1")]
     assert len(host) == 1
     assert host[0]["state"] != "resolved"
+
+
+@pytest.mark.parametrize("seed", [1, 6, 7])
+def test_a_test_failing_only_where_a_cache_reads_bad_is_not_flaky(seed: int) -> None:
+    # Fourth held-out simulator, fleets 405 and 408: a poisoned cache on a runner of a sparse pool
+    # failed one test five times in forty runs, too few for a verdict on the runner or for a test ×
+    # runner interaction, and the test was called flaky. Failures no verdict holds, where the runner's
+    # nearest cache or clock reading was bad, are that reading's; a test flaky everywhere stays flaky.
+    pools = (PoolSpec("gpu", 3, sharding="dynamic"),)
+    quiet = Scenario(pools=pools, duration_days=6.0, jobs_per_runner_per_hour=0.15)
+    catalog = build_catalog(quiet)
+    victim, flaky = str(catalog.ids[5]), str(catalog.ids[6])
+    scenario = replace(
+        quiet,
+        events=(
+            WarningRunner("gpu-02", "cache", start=timedelta(hours=1)),
+            Interaction(victim, "gpu-02", p=0.15),
+            FlakyTest(flaky, p=0.15),
+        ),
+    )
+    analysis = analyse(frame_of(simulate(scenario, seed=seed)))
+    assert analysis.incidents == []
+    verdicts = analysis.tests_by_id()
+    assert verdicts[victim]["verdict"] == "healthy"
+    assert verdicts[victim]["discounted_by"] == {"warning-gpu-02-cache": verdicts[victim]["failures"]}
+    assert verdicts[flaky]["verdict"] == "flaky"
