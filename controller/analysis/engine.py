@@ -17,7 +17,7 @@ from controller.analysis.cofailing import find_groups
 from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.dependency_outages import DependencyOutage, find_companions, find_dependency_outages
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
-from controller.analysis.flake import FlakeInputs, release_own_runs, score_tests
+from controller.analysis.flake import FlakeInputs, failing_under, release_own_runs, score_tests
 from controller.analysis.frame import Frame
 from controller.analysis.group_outages import GroupOutage, find_group_outages, group_outage_rows
 from controller.analysis.horizon import horizon
@@ -311,12 +311,7 @@ def _charge_wrong_readings(
     charged = np.zeros(frame.size, bool)
     for code in suspects:
         mine = test[runs] == code
-        fails_bad, fails_ok = int((mine & fail & under).sum()), int((mine & fail & ~under).sum())
-        passes_bad, passes_ok = int((mine & ~fail & under).sum()), int((mine & ~fail & ~under).sum())
-        if fails_bad < config.resource_min_share * (fails_bad + fails_ok):
-            continue
-        _, p = stats.fisher_exact([[fails_bad, fails_ok], [passes_bad, passes_ok]], alternative="greater")
-        if p < WRONG_READINGS_P:
+        if failing_under(fail[mine], under[mine], config.resource_min_share) < WRONG_READINGS_P:
             charged[runs[mine & fail & under]] = True
     number: dict[str, int] = {}
     for place in np.flatnonzero(wrong & charged[failed]):
@@ -334,22 +329,12 @@ def _under_wrong_readings(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row of `rows`: whether the nearest cache or clock reading of where it ran (an ephemeral
     runner's host) was bad, and which of the two."""
-    ephemeral = frame.ephemeral[rows]
     dimension_of = np.full(rows.size, "", object)
     for dimension in ("cache", "clock"):
         readings = np.flatnonzero(frame.r_check == badness.check_of[dimension])
         if readings.size == 0:
             continue
-        found = nearest_reading(frame, readings, frame.cols["runner"][rows], frame.time_ms[rows], config)
-        if ephemeral.any():
-            found[ephemeral] = nearest_reading(
-                frame,
-                readings,
-                frame.cols["machine"][rows[ephemeral]],
-                frame.time_ms[rows[ephemeral]],
-                config,
-                "r_machine",
-            )
+        found = _nearest_where_ran(frame, readings, rows, config)
         bad = (found >= 0) & badness.bad[dimension][readings][np.maximum(found, 0)] & (dimension_of == "")
         dimension_of[bad] = dimension
     return dimension_of != "", dimension_of
@@ -359,22 +344,33 @@ def _resource_pressure(
     frame: Frame, badness: Badness, config: AnalysisConfig
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row: did the nearest disk or memory reading of where it ran show pressure, and was there one
-    at all. Where is the runner, or for an ephemeral runner (whose id is single-use) its host."""
+    at all."""
     pressure = np.zeros(frame.size, bool)
     seen = np.zeros(frame.size, bool)
-    ephemeral = np.flatnonzero(frame.ephemeral)
+    every_row = np.arange(frame.size)
     for dimension in ("disk", "memory"):
-        rows = np.flatnonzero(frame.r_check == badness.check_of[dimension])
-        if rows.size == 0:
+        readings = np.flatnonzero(frame.r_check == badness.check_of[dimension])
+        if readings.size == 0:
             continue
-        found = nearest_reading(frame, rows, frame.cols["runner"], frame.time_ms, config)
-        if ephemeral.size:
-            found[ephemeral] = nearest_reading(
-                frame, rows, frame.cols["machine"][ephemeral], frame.time_ms[ephemeral], config, "r_machine"
-            )
+        found = _nearest_where_ran(frame, readings, every_row, config)
         seen |= found >= 0
-        pressure |= (found >= 0) & badness.pressure[dimension][rows][np.maximum(found, 0)]
+        pressure |= (found >= 0) & badness.pressure[dimension][readings][np.maximum(found, 0)]
     return pressure, seen
+
+
+def _nearest_where_ran(
+    frame: Frame, readings: np.ndarray, rows: np.ndarray, config: AnalysisConfig
+) -> np.ndarray:
+    """Per row of `rows`: the position in `readings` of the nearest reading of where it ran, or -1.
+    Where is the runner, or for an ephemeral runner (whose id is single-use) its host."""
+    found = nearest_reading(frame, readings, frame.cols["runner"][rows], frame.time_ms[rows], config)
+    ephemeral = frame.ephemeral[rows]
+    if ephemeral.any():
+        on_host = rows[ephemeral]
+        found[ephemeral] = nearest_reading(
+            frame, readings, frame.cols["machine"][on_host], frame.time_ms[on_host], config, "r_machine"
+        )
+    return found
 
 
 def _health(

@@ -755,6 +755,18 @@ def _failing_since(fail: np.ndarray, config: AnalysisConfig) -> int | None:
     return int(np.argmax(lead))
 
 
+def failing_under(fail: np.ndarray, under: np.ndarray, min_share: float) -> float:
+    """How unlikely it is that a test's runs `under` a condition (a disk short of space, a cache read
+    bad) fail as much more than the rest as they did (one-sided Fisher exact); 1.0 where fewer than
+    `min_share` of its failures came under it."""
+    fails_under, fails_else = int((fail & under).sum()), int((fail & ~under).sum())
+    if fails_under == 0 or fails_under < min_share * (fails_under + fails_else):
+        return 1.0
+    passes_under, passes_else = int((~fail & under).sum()), int((~fail & ~under).sum())
+    _, p = stats.fisher_exact([[fails_under, fails_else], [passes_under, passes_else]], alternative="greater")
+    return float(p)
+
+
 def _resource_sensitive(inputs: FlakeInputs, keep: np.ndarray, config: AnalysisConfig) -> str | None:
     # Runs on runners that sent no reading then (no agent, or a silent one) cannot say either way.
     seen = inputs.resource_seen[keep]
@@ -763,10 +775,9 @@ def _resource_sensitive(inputs: FlakeInputs, keep: np.ndarray, config: AnalysisC
     fail = inputs.frame.fail[keep]
     bad = inputs.resource_bad[keep]
     fails_bad, fails_ok = int((fail & bad).sum()), int((fail & ~bad).sum())
-    passes_bad, passes_ok = int((~fail & bad).sum()), int((~fail & ~bad).sum())
-    if fails_bad < 3 or fails_bad < config.resource_min_share * (fails_bad + fails_ok):
+    if fails_bad < 3:
         return None
-    _, p = stats.fisher_exact([[fails_bad, fails_ok], [passes_bad, passes_ok]], alternative="greater")
+    p = failing_under(fail, bad, config.resource_min_share)
     if p >= config.resource_p:
         return None
     unseen = f" ({unseen_failures} more on runners that sent no readings then)" if unseen_failures else ""
