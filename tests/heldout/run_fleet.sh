@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# run_fleet.sh NAME GEN FEED SEED: the held-out simulators' shared runner (heldout4-8's run.sh call it).
-# Generate fleet SEED with GEN (a gen.py), feed it to a fresh controller with FEED (a feed.py:
-# backfill with `runnerctl import`, then live over HTTP in arrival order), save its verdicts in
-# GEN's folder's runs/SEED/ (truth.json, incidents.json, tests.json, runners.json, outages.json,
-# analysis.json, feed.json, controller.db, history.ndjson.gz, failures.tsv.gz and logs). RUNS=DIR puts
-# it in DIR/SEED; BIN=DIR uses another virtualenv's bin; END_TIME moves the end. FEED reads the
+# run_fleet.sh NAME GEN FEED SEED: the held-out simulators' shared runner (every heldoutN/run.sh calls it).
+# Generate fleet SEED with GEN (a gen.py), feed it to a fresh controller with FEED (heldout4-8's
+# feed.py: backfill with `runnerctl import`, then live over HTTP in arrival order; heldout1-3's
+# import_feed.py: one `runnerctl import`), and save its verdicts in GEN's folder's runs/SEED/
+# (truth.json, incidents.json, tests.json, runners.json, outages.json, analysis.json, controller.db,
+# history.ndjson.gz, feed.json and failures.tsv.gz where written, and logs). RUNS=DIR puts it in
+# DIR/SEED; BIN=DIR uses another virtualenv's bin; END_TIME moves the end. FEED reads the
 # controller's address and tokens from RUNNERCTL_SERVER, RUNNERCTL_TOKEN (admin), HELDOUT_INGEST_TOKEN,
-# HELDOUT_AGENT_TOKENS (JSON runner -> agent token) and HELDOUT_DB.
+# HELDOUT_AGENT_TOKENS (JSON runner -> agent token), HELDOUT_DB and BIN.
 set -euo pipefail
 NAME="$1" GEN="$2" FEED="$3" SEED="$4"
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -32,7 +33,7 @@ DB="$TMP/controller.db"
 TOKEN="$("$BIN/runner-controller" token create --role admin --name "$NAME-admin" --db "$DB")"
 INGEST="$("$BIN/runner-controller" token create --role ingest --name "$NAME-ci" --db "$DB")"
 AGENTS="{}"
-for R in $("$BIN/python" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["agent_token_runners"]))' "$OUT/truth.json"); do
+for R in $("$BIN/python" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1])).get("agent_token_runners", [])))' "$OUT/truth.json"); do
     T="$("$BIN/runner-controller" token create --role agent --runner "$R" --name "agent-$R" --db "$DB")"
     AGENTS="$("$BIN/python" -c 'import json,sys; d=json.loads(sys.argv[1]); d[sys.argv[2]]=sys.argv[3]; print(json.dumps(d))' "$AGENTS" "$R" "$T")"
 done
@@ -55,5 +56,6 @@ kill "$CPID"
 wait "$CPID" 2>/dev/null || true
 cp "$DB" "$OUT/controller.db"
 rm -f "$OUT/feed.tsv"
-gzip -1 -f "$OUT/history.ndjson" "$OUT/failures.tsv"
+gzip -1 -f "$OUT/history.ndjson"
+[ ! -f "$OUT/failures.tsv" ] || gzip -1 -f "$OUT/failures.tsv"
 echo "seed $SEED: gen $((T1 - T0)) s, feed $((T2 - T1)) s, total $(($(date +%s) - T0)) s" | tee "$OUT/timing.log"

@@ -49,9 +49,17 @@ def items(x):
 
 def load_failures(d: Path):
     p = d / "failures.tsv"
+    packed = d / "failures.tsv.gz"
     rows = []
-    if p.exists():
-        for line in p.read_text().splitlines():
+    text = (
+        p.read_text()
+        if p.exists()
+        else gzip.decompress(packed.read_bytes()).decode()
+        if packed.exists()
+        else ""
+    )
+    if text:
+        for line in text.splitlines():
             t, test, rid, machine, pool, image, cause, _attempt = line.split("\t")
             rows.append((float(t), test, rid, machine, pool, image, cause))
     return rows
