@@ -1,0 +1,90 @@
+"""Screening a batch of new rows against the last full pass (controller/analysis/screen.py).
+
+Each case analyses a simulated fleet's history up to some hour in full, then screens the rows of the
+next hours only: what the screen raises must be the place that fell sick in them, named as the full
+pass would name it, and nothing where nothing new happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from common.timeutil import to_ms
+from controller.analysis.config import AnalysisConfig
+from controller.analysis.engine import analyse
+from controller.analysis.screen import Batch, Screen, build_model, screen
+from tests.controller.analysis.harness import frame_of
+from tests.sim import scenarios, simulate
+
+CONFIG = AnalysisConfig()
+
+
+def _screened(scenario_name: str, seed: int, from_h: float, to_h: float) -> tuple[Screen, list[Any]]:
+    """The screen of the rows in [from_h, to_h) against a full pass over everything before from_h,
+    and that pass's open incidents."""
+    scenario = getattr(scenarios, scenario_name)()
+    fleet = simulate(scenario, seed=seed)
+    start = to_ms(scenario.start)
+
+    def hour(record: dict[str, Any]) -> float:
+        return (to_ms(datetime.fromisoformat(str(record["time"]))) - start) / 3_600_000
+
+    history = replace(fleet, results=[r for r in fleet.results if hour(r) < from_h])
+    batch = replace(fleet, results=[r for r in fleet.results if from_h <= hour(r) < to_h], reports=[])
+    analysis = analyse(frame_of(history), config=CONFIG)
+    model = build_model(analysis, CONFIG, last_result_id=0)
+    opened = [(i["kind"], i["entity"]) for i in analysis.incidents if i["state"] != "resolved"]
+    return screen(model, Batch.of(frame_of(batch), 0), CONFIG), opened
+
+
+def _named(found: Screen) -> list[tuple[str, str]]:
+    return [(s["kind"], s["entity"]) for s in found.suspects]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_runner_whose_disk_filled_in_the_batch_is_raised_and_nothing_else(seed: int) -> None:
+    found, opened = _screened("seed_story", seed, 42, 48)
+    assert opened == []  # the history before its disk filled holds nothing
+    assert _named(found) == [("runner", "linux-03")]
+    suspect = found.suspects[0]
+    assert suspect["state"] == "provisional"
+    assert suspect["failures"] >= 10 * suspect["expected"] and suspect["distinct_tests"] >= 10
+    assert suspect["p_value"] < 1e-6
+    assert found.outages == [] and found.raised
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_quiet_fleet_raises_nothing(seed: int) -> None:
+    found, _ = _screened("quiet_fleet", seed, 36, 48)
+    assert found.rows > 10_000
+    assert not found.raised
+
+
+def test_a_bad_image_is_named_not_the_runners_built_from_it() -> None:
+    found, _ = _screened("bad_rollout", 1, 30, 36)
+    assert _named(found) == [("image", "ubuntu-22.04-20260915")]
+    assert found.outages == []
+
+
+def test_a_sick_host_under_ephemeral_runners_is_named_by_its_host() -> None:
+    found, _ = _screened("ephemeral_host", 1, 28, 34)
+    assert _named(found) == [("machine", "k8s-host-03")]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_an_outage_in_the_batch_is_raised_as_one_and_blames_no_place(seed: int) -> None:
+    found, _ = _screened("kitchen_sink", seed, 25, 27)  # the fleet-wide outage begins at hour 26
+    assert found.outages, "the 40-minute outage across the pools was not raised"
+    assert all("2026-09-22T01:50" <= o["start"] < "2026-09-22T02:40" for o in found.outages)
+    assert found.suspects == []
+
+
+def test_places_with_an_open_incident_are_not_raised_again() -> None:
+    found, opened = _screened("kitchen_sink", 1, 54, 58)
+    assert ("runner", "linux-03") in opened and ("machine", "k8s-host-02") in opened
+    # mac-vm-02's disk fills at hour 55: the only place that fell sick in these hours.
+    assert _named(found) == [("machine", "mac-vm-02")]
