@@ -147,6 +147,16 @@ class Metrics:
         self.analysis_failures = Counter(
             "runnerctl_analysis_failures_total", "Analysis passes that raised", registry=r
         )
+        self.screen_seconds = Histogram(
+            "runnerctl_analysis_screen_duration_seconds",
+            "Time one screen of new rows against the last full pass took",
+            registry=r,
+        )
+        self.provisional = Gauge(
+            "runnerctl_analysis_provisional",
+            "Places and outages the last screen raised, awaiting the full pass it started",
+            registry=r,
+        )
         self.analysis_pending = Gauge(
             "runnerctl_analysis_pending", "1 while stored data awaits an analysis pass", registry=r
         )

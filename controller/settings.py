@@ -17,6 +17,12 @@ class ControllerSettings(BaseSettings):
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_results_per_request: int = Field(default=200_000, ge=1)
     analysis_interval_s: float = Field(default=10.0, ge=0, description="0 disables the background loop")
+    full_analysis_interval_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="the background loop re-reads the whole window at most this often; between, it screens "
+        "new rows against the last full pass and runs a full one at once when they raise something; 0: always full",
+    )
     fresh_reads: bool = Field(
         default=True, description="reads of verdicts first analyse whatever was stored since the last pass"
     )

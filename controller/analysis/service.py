@@ -1,12 +1,15 @@
 """Keeps the analysis that reads are served from, on the leader and on followers alike.
 
 The leader (controller/leadership.py) analyses: it loads rows as they are stored, by any replica (it
-compares the newest stored ids with its frame's, so ingest elsewhere is seen), re-analyses at most every
-`analysis_interval_s`, and stores the verdicts — the incidents in `incidents`, everything reads need in
+compares the newest stored ids with its frame's, so ingest elsewhere is seen), re-analyses the whole
+window at most every `full_interval_s` — between full passes its background loop only screens the new
+rows against the last one (screen.py) and runs a full pass at once when they raise something — and
+stores the verdicts — the incidents in `incidents`, everything reads need in
 `analysis_snapshot` — in one transaction fenced by its lease. A follower never writes: it serves the
 stored snapshot, and when a read wants verdicts the snapshot does not cover yet (rows stored since the
 leader's last pass) it runs the same analysis itself, read-only. Both give one answer: the analysis is a
-pure function of the stored rows.
+pure function of the stored rows. A screen's provisional findings are never verdicts: they show in
+`status()` until the full pass they started replaces them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
+from controller.analysis.screen import Batch, Model, Screen, build_model, screen
 from controller.db import tables
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
@@ -53,6 +57,7 @@ class AnalysisService:
         metrics: Metrics,
         config: AnalysisConfig | None = None,
         leadership: Leadership | None = None,
+        full_interval_s: float = 0.0,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -64,6 +69,11 @@ class AnalysisService:
         self.last_run_at: float | None = None
         self.last_duration_s: float | None = None
         self.last_error: str | None = None  # why the last pass failed, until one succeeds
+        self.full_interval_s = full_interval_s
+        self.model: Model | None = None  # what the last full pass left for screening new rows
+        self.screened: Screen | None = None  # the last screen since that pass, if any
+        self._screen_from = 0  # the frame's first row the last full pass did not cover
+        self._full_at = 0.0  # monotonic time of the last full pass
         self._snapshot: Analysis | None = None
         self._snapshot_key: tuple[int, ...] | None = None
         self._dirty = threading.Event()
@@ -137,6 +147,11 @@ class AnalysisService:
             # Rows before the horizon never count again: keep memory bounded by the window.
             window = horizon(analysis.as_of_ms, self.config)
             self.frame = self.frame.since(window.results_from_ms, window.readings_from_ms)
+        self.model = build_model(analysis, self.config, self.frame.last_result_id)
+        self.screened = None
+        self._screen_from = self.frame.size
+        self._full_at = time.monotonic()
+        self.metrics.provisional.set(0)
         self.latest = analysis
         self.source = "read-only pass"
         if persist:
@@ -246,10 +261,42 @@ class AnalysisService:
             return
         try:
             with self._lock:
-                self._pass(False)
+                if self._full_due():
+                    self._pass(False)
+                else:
+                    self._screen()
         except Exception as error:
             self._failed(error)
             raise
+
+    def _full_due(self) -> bool:
+        return (
+            self.model is None
+            or self.source != "own pass"
+            or time.monotonic() - self._full_at >= self.full_interval_s
+        )
+
+    def _screen(self) -> None:
+        """Screen every row stored since the last full pass; a full pass at once if they raise
+        anything the last screen had not. Costs what those rows cost, however long the window."""
+        assert self.model is not None
+        started = time.perf_counter()
+        with self.engine.connect() as conn:
+            self.frame.load(conn)
+        if self.frame.size == self._screen_from:
+            return
+        found = screen(self.model, Batch.of(self.frame, self._screen_from), self.config)
+        self.metrics.screen_seconds.observe(time.perf_counter() - started)
+        before = self.screened
+        self.screened = found
+        self.metrics.provisional.set(len(found.suspects) + len(found.outages))
+        if _new_findings(found, before):
+            log.info(
+                "screen of %d new rows raised %s; running a full pass",
+                found.rows,
+                ", ".join(f"{s['kind']} {s['entity']}" for s in found.suspects) or "an outage",
+            )
+            self._pass(force=True)
 
     def _failed(self, error: Exception) -> None:
         self.metrics.analysis_failures.inc()
@@ -269,6 +316,7 @@ class AnalysisService:
             "bh_cutoff": self.latest.bh_cutoff,
             "source": self.source,
             "window_days": self.config.window_days,
+            "screen": self.screened.as_dict() if self.screened is not None else None,
         }
 
     def _export_gauges(self, analysis: Analysis) -> None:
@@ -280,3 +328,13 @@ class AnalysisService:
         for (kind, state, dimension), count in counts.items():
             self.metrics.incidents.labels(kind, state, dimension).set(count)
         self.metrics.outages.set(len(analysis.outages))
+
+
+def _new_findings(found: Screen, before: Screen | None) -> bool:
+    """Whether a screen raised a place or an outage the previous screen (since the same full pass) had
+    not: each is worth one full pass, not one per tick while it lasts."""
+    seen = set() if before is None else {(s["kind"], s["entity"]) for s in before.suspects}
+    seen_outages = set() if before is None else {o["start"] for o in before.outages}
+    return any((s["kind"], s["entity"]) not in seen for s in found.suspects) or any(
+        o["start"] not in seen_outages for o in found.outages
+    )

@@ -47,7 +47,11 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
 
     leadership = Leadership(engine, settings.leader_lease_ttl_s, metrics)
     analysis_service = AnalysisService(
-        engine, metrics, AnalysisConfig(window_days=settings.analysis_window_days), leadership
+        engine,
+        metrics,
+        AnalysisConfig(window_days=settings.analysis_window_days),
+        leadership,
+        full_interval_s=settings.full_analysis_interval_s,
     )
     providers = build_providers(settings.providers, engine)
     remediator = Remediator(
