@@ -175,8 +175,13 @@ class Frame:
 
     def since(self, results_from_ms: int, readings_from_ms: int) -> Frame:
         """The rows at or after the given times, sharing this frame's codes and load position."""
-        keep = self.time_ms >= results_from_ms
-        r_keep = self.r_time_ms >= readings_from_ms
+        return self._kept(self.time_ms >= results_from_ms, self.r_time_ms >= readings_from_ms)
+
+    def before(self, until_ms: int) -> Frame:
+        """The results and readings before a time: the history as it stood then (a replay's view)."""
+        return self._kept(self.time_ms < until_ms, self.r_time_ms < until_ms)
+
+    def _kept(self, keep: np.ndarray, r_keep: np.ndarray) -> Frame:
         if keep.all() and r_keep.all():
             return self
         out = Frame(

@@ -111,17 +111,18 @@ class Batch:
     image: list[str | None]
 
     @classmethod
-    def of(cls, frame: Frame, start: int) -> Batch:
-        """The frame's rows from index `start` on (the frame grows by appending, in id order)."""
+    def of(cls, frame: Frame, start: int, stop: int | None = None) -> Batch:
+        """The frame's rows from index `start` (to `stop`): the frame grows by appending, in id order."""
+        rows = slice(start, stop)
 
         def names(column: str) -> list[Any]:
             values = frame.codes[column].values
-            return [values[c] if c >= 0 else None for c in frame.cols[column][start:].tolist()]
+            return [values[c] if c >= 0 else None for c in frame.cols[column][rows].tolist()]
 
         return cls(
-            time_ms=frame.time_ms[start:].tolist(),
-            fail=frame.fail[start:].tolist(),
-            ephemeral=frame.ephemeral[start:].tolist(),
+            time_ms=frame.time_ms[rows].tolist(),
+            fail=frame.fail[rows].tolist(),
+            ephemeral=frame.ephemeral[rows].tolist(),
             test=names("test"),
             runner=names("runner"),
             machine=names("machine"),
