@@ -72,7 +72,7 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    scenario = replace(kitchen_sink(), duration_days=args.days, report_interval_minutes=15.0)
+    scenario = replace(kitchen_sink(), duration_days=args.days, report_interval_minutes=9.0)
     fleet = simulate(scenario, seed=args.seed)
     history, batch = fleet.results[:-10_000], fleet.results[-10_000:]
     with tempfile.TemporaryDirectory() as tmp:

@@ -72,6 +72,7 @@ class AnalysisService:
         self.full_interval_s = full_interval_s
         self.model: Model | None = None  # what the last full pass left for screening new rows
         self.screened: Screen | None = None  # the last screen since that pass, if any
+        self.last_raise: dict[str, Any] | None = None  # the last screen that started a full pass
         self._screen_from = 0  # the frame's first row the last full pass did not cover
         self._full_at = 0.0  # monotonic time of the last full pass
         self._snapshot: Analysis | None = None
@@ -291,6 +292,7 @@ class AnalysisService:
         self.screened = found
         self.metrics.provisional.set(len(found.suspects) + len(found.outages))
         if _new_findings(found, before):
+            self.last_raise = {"at": time.time(), **found.as_dict()}
             log.info(
                 "screen of %d new rows raised %s; running a full pass",
                 found.rows,
@@ -317,6 +319,7 @@ class AnalysisService:
             "source": self.source,
             "window_days": self.config.window_days,
             "screen": self.screened.as_dict() if self.screened is not None else None,
+            "last_raise": self.last_raise,
         }
 
     def _export_gauges(self, analysis: Analysis) -> None:

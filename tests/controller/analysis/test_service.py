@@ -104,4 +104,10 @@ def test_between_full_passes_new_rows_are_screened_and_a_raise_runs_the_full_pas
     # The screen raised linux-03, and the full pass it ran at once holds the verdict.
     assert service.latest is not first and service.latest.as_of_ms > first.as_of_ms
     assert [(i["kind"], i["entity"]) for i in service.latest.incidents] == [("runner", "linux-03")]
-    assert service.status()["screen"] is None  # the full pass replaced the provisional findings
+    status = service.status()
+    assert status["screen"] is None  # the full pass replaced the screen's provisional findings
+    raised = status["last_raise"]  # what started it stays on show
+    assert [(s["kind"], s["entity"], s["state"]) for s in raised["suspects"]] == [
+        ("runner", "linux-03", "provisional")
+    ]
+    assert raised["rows"] > len(quiet) and raised["outages"] == []
