@@ -40,6 +40,9 @@ MOST = 0.75
 # batch's other spells.
 OUTAGE_SHARE = 2 / 3
 OUTAGE_MIN_PLACES = 4
+# Clean jobs on a runner or host with an open incident, after its last failure in the new rows, that
+# make a full pass worth running for its resolution (verdict.py asks for three).
+RECOVERY_CLEAN_JOBS = 3
 OUTAGE_PRIOR_RUNS = 20.0
 
 
@@ -53,7 +56,7 @@ class Model:
     fleet_rates: dict[str, float]  # test → the same fleet-wide, for a pool where it has not run
     overall: float  # for a test the pass never saw
     cutoff: float  # a screen raises what reaches this p or lower
-    known: frozenset[tuple[str, str]]  # (kind, entity) with an open incident: nothing new to raise
+    known: dict[tuple[str, str], str]  # (kind, entity) of an open incident → its dimension
 
     def rate(self, pool: str, test: str) -> float:
         found = self.rates.get((pool, test))
@@ -93,7 +96,7 @@ def build_model(analysis: Analysis, config: AnalysisConfig, last_result_id: int)
     # Where the pass discovered nothing its cutoff is 0: the bar is then what Bonferroni would ask of
     # as many hypotheses as it tested, stricter than any cutoff it could have reached.
     cutoff = analysis.bh_cutoff or config.fdr_q / max(analysis.hypotheses, 1)
-    known = frozenset((i["kind"], i["entity"]) for i in analysis.incidents if i["state"] != "resolved")
+    known = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents if i["state"] != "resolved"}
     return Model(analysis.as_of_ms, last_result_id, rates, fleet_rates, overall, cutoff, known)
 
 
@@ -109,6 +112,7 @@ class Batch:
     machine: list[str | None]
     pool: list[str]
     image: list[str | None]
+    job: list[str | None]
 
     @classmethod
     def of(cls, frame: Frame, start: int, stop: int | None = None) -> Batch:
@@ -128,10 +132,36 @@ class Batch:
             machine=names("machine"),
             pool=names("pool"),
             image=names("image"),
+            job=names("job"),
         )
 
     def __len__(self) -> int:
         return len(self.time_ms)
+
+
+@dataclass
+class NewReadings:
+    """Readings stored since the last full pass, as plain values: what a recovery shows first."""
+
+    time_ms: list[int]
+    runner: list[str]
+    machine: list[str | None]
+    check: list[str]
+    problem: list[bool]
+
+    @classmethod
+    def of(cls, frame: Frame, start: int) -> NewReadings:
+        def names(column: str, codes: Any) -> list[Any]:
+            values = frame.codes[column].values
+            return [values[c] if c >= 0 else None for c in codes[start:].tolist()]
+
+        return cls(
+            time_ms=frame.r_time_ms[start:].tolist(),
+            runner=names("runner", frame.r_runner),
+            machine=names("machine", frame.r_machine),
+            check=names("check", frame.r_check),
+            problem=(frame.r_values["problem"][start:] > 0).tolist(),
+        )
 
 
 @dataclass
@@ -155,10 +185,11 @@ class Screen:
     last_ms: int | None
     suspects: list[dict[str, Any]]
     outages: list[dict[str, Any]]
+    recovering: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def raised(self) -> bool:
-        return bool(self.suspects or self.outages)
+        return bool(self.suspects or self.outages or self.recovering)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -167,12 +198,14 @@ class Screen:
             "to": iso(self.last_ms) if self.last_ms is not None else None,
             "suspects": self.suspects,
             "outages": self.outages,
+            "recovering": self.recovering,
         }
 
 
-def screen(model: Model, batch: Batch, config: AnalysisConfig) -> Screen:
+def screen(model: Model, batch: Batch, config: AnalysisConfig, readings: NewReadings | None = None) -> Screen:
     """Screen new rows: spells of minutes in which most of the fleet failed first (their rows are left
-    out, as the full pass leaves an outage's out), then every place the rows ran on."""
+    out, as the full pass leaves an outage's out), then every place the rows ran on; and the open
+    incidents of runners and hosts for signs of recovery, in their rows and new readings."""
     probability = [model.rate(pool, test) for pool, test in zip(batch.pool, batch.test, strict=True)]
     # An open incident's places fail on: their rows say nothing new, and would look like an outage.
     fresh = [row for row in range(len(batch)) if not _known(batch, row, model)]
@@ -214,7 +247,38 @@ def screen(model: Model, batch: Batch, config: AnalysisConfig) -> Screen:
         suspects.append(_suspect(kind, entity, tally, p if p is not None else 1.0, batch))
     first = min(batch.time_ms) if batch.time_ms else None
     last = max(batch.time_ms) if batch.time_ms else None
-    return Screen(len(batch), first, last, suspects, outages)
+    recovering = _recovering(model, batch, readings or NewReadings([], [], [], [], []))
+    return Screen(len(batch), first, last, suspects, outages, recovering)
+
+
+def _recovering(model: Model, batch: Batch, readings: NewReadings) -> list[dict[str, Any]]:
+    """Open incidents of a runner or host that may have healed: a reading of its dimension its agent
+    calls healthy, or `RECOVERY_CLEAN_JOBS` jobs on it with no failure since its last one. Resolution
+    is the full pass's to judge (verdict.py); these only say it is worth judging now."""
+    watched = {key for key in model.known if key[0] in ("runner", "machine")}
+    if not watched:
+        return []
+    signs: dict[tuple[str, str], str] = {}
+    for row, at in enumerate(readings.time_ms):
+        check = readings.check[row]
+        if readings.problem[row] or check not in ("disk", "memory", "clock"):
+            continue  # a cache digest is healthy only beside its pool's: the full pass judges that
+        for key in (("runner", readings.runner[row]), ("machine", readings.machine[row] or "")):
+            if key in watched and key not in signs and model.known[key] == check:
+                signs[key] = f"a healthy {check} reading at {iso(at)}"
+    clean: dict[tuple[str, str], set[str]] = defaultdict(set)  # key → jobs since its last failure
+    for row in sorted(range(len(batch)), key=batch.time_ms.__getitem__):
+        job = batch.job[row] or str(batch.time_ms[row] // 3_600_000)
+        for key in (("runner", batch.runner[row]), ("machine", batch.machine[row] or "")):
+            if key in watched:
+                if batch.fail[row]:
+                    clean[key] = set()
+                else:
+                    clean[key].add(job)
+    for key, jobs in clean.items():
+        if len(jobs) >= RECOVERY_CLEAN_JOBS and key not in signs:
+            signs[key] = f"{len(jobs)} jobs with no failure since its last one"
+    return [{"kind": kind, "entity": entity, "sign": sign} for (kind, entity), sign in sorted(signs.items())]
 
 
 def _known(batch: Batch, row: int, model: Model) -> bool:

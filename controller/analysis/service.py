@@ -28,7 +28,7 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
-from controller.analysis.screen import Batch, Model, Screen, build_model, screen
+from controller.analysis.screen import Batch, Model, NewReadings, Screen, build_model, screen
 from controller.db import tables
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
@@ -74,6 +74,7 @@ class AnalysisService:
         self.screened: Screen | None = None  # the last screen since that pass, if any
         self.last_raise: dict[str, Any] | None = None  # the last screen that started a full pass
         self._screen_from = 0  # the frame's first row the last full pass did not cover
+        self._readings_from = 0  # and its first reading
         self._full_at = 0.0  # monotonic time of the last full pass
         self._snapshot: Analysis | None = None
         self._snapshot_key: tuple[int, ...] | None = None
@@ -151,6 +152,7 @@ class AnalysisService:
         self.model = build_model(analysis, self.config, self.frame.last_result_id)
         self.screened = None
         self._screen_from = self.frame.size
+        self._readings_from = int(self.frame.r_time_ms.size)
         self._full_at = time.monotonic()
         self.metrics.provisional.set(0)
         self.latest = analysis
@@ -284,9 +286,10 @@ class AnalysisService:
         started = time.perf_counter()
         with self.engine.connect() as conn:
             self.frame.load(conn)
-        if self.frame.size == self._screen_from:
+        if self.frame.size == self._screen_from and self.frame.r_time_ms.size == self._readings_from:
             return
-        found = screen(self.model, Batch.of(self.frame, self._screen_from), self.config)
+        batch = Batch.of(self.frame, self._screen_from)
+        found = screen(self.model, batch, self.config, NewReadings.of(self.frame, self._readings_from))
         self.metrics.screen_seconds.observe(time.perf_counter() - started)
         before = self.screened
         self.screened = found
@@ -296,7 +299,8 @@ class AnalysisService:
             log.info(
                 "screen of %d new rows raised %s; running a full pass",
                 found.rows,
-                ", ".join(f"{s['kind']} {s['entity']}" for s in found.suspects) or "an outage",
+                ", ".join(f"{s['kind']} {s['entity']}" for s in found.suspects + found.recovering)
+                or "an outage",
             )
             self._pass(force=True)
 
@@ -334,10 +338,14 @@ class AnalysisService:
 
 
 def _new_findings(found: Screen, before: Screen | None) -> bool:
-    """Whether a screen raised a place or an outage the previous screen (since the same full pass) had
-    not: each is worth one full pass, not one per tick while it lasts."""
-    seen = set() if before is None else {(s["kind"], s["entity"]) for s in before.suspects}
-    seen_outages = set() if before is None else {o["start"] for o in before.outages}
-    return any((s["kind"], s["entity"]) not in seen for s in found.suspects) or any(
-        o["start"] not in seen_outages for o in found.outages
-    )
+    """Whether a screen raised a place, an outage or a recovery the previous screen (since the same
+    full pass) had not: each is worth one full pass, not one per tick while it lasts."""
+
+    def keys(screen: Screen | None) -> set[tuple[str, ...]]:
+        if screen is None:
+            return set()
+        places = {(s["kind"], s["entity"]) for s in screen.suspects}
+        healing = {("recovering", s["kind"], s["entity"]) for s in screen.recovering}
+        return places | healing | {("outage", o["start"]) for o in screen.outages}
+
+    return bool(keys(found) - keys(before))

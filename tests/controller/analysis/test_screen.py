@@ -16,29 +16,40 @@ import pytest
 from common.timeutil import to_ms
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import analyse
-from controller.analysis.screen import Batch, Screen, build_model, screen
+from controller.analysis.screen import Batch, NewReadings, Screen, build_model, screen
 from tests.controller.analysis.harness import frame_of
 from tests.sim import scenarios, simulate
 
 CONFIG = AnalysisConfig()
 
 
-def _screened(scenario_name: str, seed: int, from_h: float, to_h: float) -> tuple[Screen, list[Any]]:
-    """The screen of the rows in [from_h, to_h) against a full pass over everything before from_h,
-    and that pass's open incidents."""
+def _screened(
+    scenario_name: str, seed: int, from_h: float, to_h: float, readings: bool = False
+) -> tuple[Screen, list[Any]]:
+    """The screen of the rows in [from_h, to_h) (and, with `readings`, of the reports then) against a
+    full pass over everything before from_h, and that pass's open incidents."""
     scenario = getattr(scenarios, scenario_name)()
     fleet = simulate(scenario, seed=seed)
     start = to_ms(scenario.start)
 
-    def hour(record: dict[str, Any]) -> float:
-        return (to_ms(datetime.fromisoformat(str(record["time"]))) - start) / 3_600_000
+    def hour(record: dict[str, Any], key: str = "time") -> float:
+        return (to_ms(datetime.fromisoformat(str(record[key]))) - start) / 3_600_000
 
-    history = replace(fleet, results=[r for r in fleet.results if hour(r) < from_h])
-    batch = replace(fleet, results=[r for r in fleet.results if from_h <= hour(r) < to_h], reports=[])
+    history = replace(
+        fleet,
+        results=[r for r in fleet.results if hour(r) < from_h],
+        reports=[r for r in fleet.reports if hour(r, "observed_at") < from_h],
+    )
+    batch = replace(
+        fleet,
+        results=[r for r in fleet.results if from_h <= hour(r) < to_h],
+        reports=[r for r in fleet.reports if from_h <= hour(r, "observed_at") < to_h] if readings else [],
+    )
     analysis = analyse(frame_of(history), config=CONFIG)
     model = build_model(analysis, CONFIG, last_result_id=0)
     opened = [(i["kind"], i["entity"]) for i in analysis.incidents if i["state"] != "resolved"]
-    return screen(model, Batch.of(frame_of(batch), 0), CONFIG), opened
+    new = frame_of(batch)
+    return screen(model, Batch.of(new, 0), CONFIG, NewReadings.of(new, 0)), opened
 
 
 def _named(found: Screen) -> list[tuple[str, str]]:
@@ -88,3 +99,25 @@ def test_places_with_an_open_incident_are_not_raised_again() -> None:
     assert ("runner", "linux-03") in opened and ("machine", "k8s-host-02") in opened
     # mac-vm-02's disk fills at hour 55: the only place that fell sick in these hours.
     assert _named(found) == [("machine", "mac-vm-02")]
+
+
+def test_a_runner_whose_clock_came_back_shows_recovery_and_the_sick_ones_do_not() -> None:
+    # linux-11's clock is skewed from hour 50 to 62; at 62 seven other places are still sick.
+    with_readings, opened = _screened("kitchen_sink", 1, 62, 63.5, readings=True)
+    assert ("runner", "linux-11") in opened and len(opened) >= 6
+    (sign,) = with_readings.recovering
+    assert (sign["kind"], sign["entity"]) == ("runner", "linux-11")
+    assert sign["sign"].startswith("a healthy clock reading at 2026-09-23T14:")
+    assert with_readings.raised
+    # Its results alone say so too: clean jobs since its last failure.
+    (sign,) = _screened("kitchen_sink", 1, 62, 63.5)[0].recovering
+    assert (sign["entity"], sign["sign"].endswith("jobs with no failure since its last one")) == (
+        "linux-11",
+        True,
+    )
+
+
+def test_a_runner_still_failing_shows_no_recovery() -> None:
+    found, opened = _screened("seed_story", 1, 45, 46, readings=True)
+    assert opened == [("runner", "linux-03")]
+    assert found.recovering == [] and not found.raised
