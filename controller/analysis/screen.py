@@ -150,17 +150,19 @@ class NewReadings:
     problem: list[bool]
 
     @classmethod
-    def of(cls, frame: Frame, start: int) -> NewReadings:
+    def of(cls, frame: Frame, start: int, stop: int | None = None) -> NewReadings:
+        rows = slice(start, stop)
+
         def names(column: str, codes: Any) -> list[Any]:
             values = frame.codes[column].values
-            return [values[c] if c >= 0 else None for c in codes[start:].tolist()]
+            return [values[c] if c >= 0 else None for c in codes[rows].tolist()]
 
         return cls(
-            time_ms=frame.r_time_ms[start:].tolist(),
+            time_ms=frame.r_time_ms[rows].tolist(),
             runner=names("runner", frame.r_runner),
             machine=names("machine", frame.r_machine),
             check=names("check", frame.r_check),
-            problem=(frame.r_values["problem"][start:] > 0).tolist(),
+            problem=(frame.r_values["problem"][rows] > 0).tolist(),
         )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from common.timeutil import iso, to_ms
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import analyse
-from controller.analysis.screen import Batch, Model, build_model, screen
+from controller.analysis.screen import Batch, Model, NewReadings, build_model, screen
 from tests.controller.analysis.harness import frame_of
 from tests.sim import scenarios, simulate
 from tests.sim.scenario import Scenario
@@ -34,6 +34,8 @@ class Replay:
     raising_screens: int = 0
     first_raised: dict[tuple[str, str], int] = field(default_factory=dict)
     first_decided: dict[tuple[str, str], int] = field(default_factory=dict)
+    first_resolved: dict[tuple[str, str], int] = field(default_factory=dict)
+    recovery_raises: int = 0
     outages: list[tuple[int, str, str]] = field(default_factory=list)  # (hour, start, end)
 
 
@@ -50,7 +52,10 @@ def replay(scenario: Scenario, seed: int, full_every_h: int = 6) -> Replay:
         analysis = analyse(frame.before(until_ms), config=config)
         out.full_passes += 1
         for incident in analysis.incidents:
-            out.first_decided.setdefault((incident["kind"], incident["entity"]), hour)
+            key = (incident["kind"], incident["entity"])
+            out.first_decided.setdefault(key, hour)
+            if incident["state"] == "resolved":
+                out.first_resolved.setdefault(key, hour)
         return build_model(analysis, config, last_result_id=0)
 
     for hour in range(1, out.hours + 1):
@@ -59,12 +64,15 @@ def replay(scenario: Scenario, seed: int, full_every_h: int = 6) -> Replay:
             model, covered_to = full_pass(hour, until_ms), until_ms
             continue
         lo, hi = np.searchsorted(frame.time_ms, [covered_to, until_ms])
-        found = screen(model, Batch.of(frame, int(lo), int(hi)), config)
+        r_lo, r_hi = np.searchsorted(frame.r_time_ms, [covered_to, until_ms])
+        readings = NewReadings.of(frame, int(r_lo), int(r_hi))
+        found = screen(model, Batch.of(frame, int(lo), int(hi)), config, readings)
         for suspect in found.suspects:
             out.first_raised.setdefault((suspect["kind"], suspect["entity"]), hour)
         out.outages += [(hour, o["start"], o["end"]) for o in found.outages]
         if found.raised:
             out.raising_screens += 1
+            out.recovery_raises += bool(found.recovering) and not (found.suspects or found.outages)
             model, covered_to = full_pass(hour, until_ms), until_ms
     return out
 
@@ -83,13 +91,13 @@ def main() -> None:
         truth = found.truth
         print(
             f"== {args.scenario} seed {seed}: {found.hours} h, {found.full_passes} full passes, "
-            f"{found.raising_screens} raised by a screen"
+            f"{found.raising_screens} raised by a screen ({found.recovery_raises} by a recovery sign alone)"
         )
         for key in sorted(truth.sick):
             onset = (truth.sick_onset[key] - scenario.start).total_seconds() / 3600
             print(
                 f"  sick {key[0]} {key[1]}, onset at {onset:.1f} h: raised at {found.first_raised.get(key)}, "
-                f"decided at {found.first_decided.get(key)}"
+                f"decided at {found.first_decided.get(key)}, resolved at {found.first_resolved.get(key)}"
             )
         false = {key: hour for key, hour in found.first_raised.items() if key not in truth.sick}
         print(f"  raised, not sick: {false or 'none'}")
