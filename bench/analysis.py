@@ -97,7 +97,7 @@ def main() -> None:
 
         last_id = frame.last_result_id
         started = time.perf_counter()
-        model = build_model(analysis, AnalysisConfig(), last_id)
+        model = build_model(analysis, AnalysisConfig())
         modelled = time.perf_counter() - started
         print(
             f"model for screens: {modelled:6.2f} s, once per full pass ({len(model.rates):,} pool x test rates)"

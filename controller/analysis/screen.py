@@ -40,10 +40,11 @@ MOST = 0.75
 # batch's other spells.
 OUTAGE_SHARE = 2 / 3
 OUTAGE_MIN_PLACES = 4
+# A place's usual rate in the quiet spells leans on its tests' rates by this many runs' worth.
+OUTAGE_PRIOR_RUNS = 20.0
 # Clean jobs on a runner or host with an open incident, after its last failure in the new rows, that
 # make a full pass worth running for its resolution (verdict.py asks for three).
 RECOVERY_CLEAN_JOBS = 3
-OUTAGE_PRIOR_RUNS = 20.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,6 @@ class Model:
     """What a screen needs of the last full pass; its size is tests × pools, not rows."""
 
     as_of_ms: int
-    last_result_id: int
     rates: dict[tuple[str, str], float]  # (pool, test) → failure probability of one run
     fleet_rates: dict[str, float]  # test → the same fleet-wide, for a pool where it has not run
     overall: float  # for a test the pass never saw
@@ -65,7 +65,7 @@ class Model:
         return found
 
 
-def build_model(analysis: Analysis, config: AnalysisConfig, last_result_id: int) -> Model:
+def build_model(analysis: Analysis, config: AnalysisConfig) -> Model:
     """The model of a full pass: each test's rate over the runs that nothing (incident, outage, burst)
     held in the last week of its window, leaning on the fleet-wide rate where a pool ran it little."""
     frame = analysis.frame
@@ -97,7 +97,7 @@ def build_model(analysis: Analysis, config: AnalysisConfig, last_result_id: int)
     # as many hypotheses as it tested, stricter than any cutoff it could have reached.
     cutoff = analysis.bh_cutoff or config.fdr_q / max(analysis.hypotheses, 1)
     known = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents if i["state"] != "resolved"}
-    return Model(analysis.as_of_ms, last_result_id, rates, fleet_rates, overall, cutoff, known)
+    return Model(analysis.as_of_ms, rates, fleet_rates, overall, cutoff, known)
 
 
 @dataclass
@@ -268,18 +268,22 @@ def _recovering(model: Model, batch: Batch, readings: NewReadings) -> list[dict[
         for key in (("runner", readings.runner[row]), ("machine", readings.machine[row] or "")):
             if key in watched and key not in signs and model.known[key] == check:
                 signs[key] = f"a healthy {check} reading at {iso(at)}"
-    clean: dict[tuple[str, str], set[str]] = defaultdict(set)  # key → jobs since its last failure
-    for row in sorted(range(len(batch)), key=batch.time_ms.__getitem__):
-        job = batch.job[row] or str(batch.time_ms[row] // 3_600_000)
+    ran: dict[tuple[str, str], list[tuple[int, str, bool]]] = defaultdict(list)  # key → (time, job, failed)
+    for row, at in enumerate(batch.time_ms):
+        job = batch.job[row] or str(at // 3_600_000)
         for key in (("runner", batch.runner[row]), ("machine", batch.machine[row] or "")):
             if key in watched:
-                if batch.fail[row]:
-                    clean[key] = set()
-                else:
-                    clean[key].add(job)
-    for key, jobs in clean.items():
-        if len(jobs) >= RECOVERY_CLEAN_JOBS and key not in signs:
-            signs[key] = f"{len(jobs)} jobs with no failure since its last one"
+                ran[key].append((at, job, batch.fail[row]))
+    for key, runs in ran.items():
+        last_failure = max((at for at, _, failed in runs if failed), default=None)
+        failed_jobs = {job for _, job, failed in runs if failed}
+        clean = {
+            job
+            for at, job, _ in runs
+            if job not in failed_jobs and (last_failure is None or at > last_failure)
+        }
+        if len(clean) >= RECOVERY_CLEAN_JOBS and key not in signs:
+            signs[key] = f"{len(clean)} jobs with no failure since its last one"
     return [{"kind": kind, "entity": entity, "sign": sign} for (kind, entity), sign in sorted(signs.items())]
 
 

@@ -149,7 +149,7 @@ class AnalysisService:
             # Rows before the horizon never count again: keep memory bounded by the window.
             window = horizon(analysis.as_of_ms, self.config)
             self.frame = self.frame.since(window.results_from_ms, window.readings_from_ms)
-        self.model = build_model(analysis, self.config, self.frame.last_result_id)
+        self.model = build_model(analysis, self.config)
         self.screened = None
         self._screen_from = self.frame.size
         self._readings_from = int(self.frame.r_time_ms.size)

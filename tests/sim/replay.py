@@ -56,7 +56,7 @@ def replay(scenario: Scenario, seed: int, full_every_h: int = 6) -> Replay:
             out.first_decided.setdefault(key, hour)
             if incident["state"] == "resolved":
                 out.first_resolved.setdefault(key, hour)
-        return build_model(analysis, config, last_result_id=0)
+        return build_model(analysis, config)
 
     for hour in range(1, out.hours + 1):
         until_ms = start + hour * HOUR_MS

@@ -46,7 +46,7 @@ def _screened(
         reports=[r for r in fleet.reports if from_h <= hour(r, "observed_at") < to_h] if readings else [],
     )
     analysis = analyse(frame_of(history), config=CONFIG)
-    model = build_model(analysis, CONFIG, last_result_id=0)
+    model = build_model(analysis, CONFIG)
     opened = [(i["kind"], i["entity"]) for i in analysis.incidents if i["state"] != "resolved"]
     new = frame_of(batch)
     return screen(model, Batch.of(new, 0), CONFIG, NewReadings.of(new, 0)), opened
