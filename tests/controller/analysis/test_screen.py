@@ -7,6 +7,7 @@ pass would name it, and nothing where nothing new happened.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -16,20 +17,26 @@ import pytest
 from common.timeutil import to_ms
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import analyse
-from controller.analysis.screen import Batch, NewReadings, Screen, build_model, screen
+from controller.analysis.frame import Frame
+from controller.analysis.screen import Batch, Model, NewReadings, Screen, build_model, screen
 from tests.controller.analysis.harness import frame_of
-from tests.sim import scenarios, simulate
+from tests.sim import Fleet, scenarios, simulate
+from tests.sim.scenario import Scenario
 
 CONFIG = AnalysisConfig()
 
 
-def _screened(
-    scenario_name: str, seed: int, from_h: float, to_h: float, readings: bool = False
-) -> tuple[Screen, list[Any]]:
-    """The screen of the rows in [from_h, to_h) (and, with `readings`, of the reports then) against a
-    full pass over everything before from_h, and that pass's open incidents."""
+@functools.cache
+def _fleet(scenario_name: str, seed: int) -> tuple[Scenario, Fleet]:
     scenario = getattr(scenarios, scenario_name)()
-    fleet = simulate(scenario, seed=seed)
+    return scenario, simulate(scenario, seed=seed)
+
+
+@functools.cache
+def _prepared(scenario_name: str, seed: int, from_h: float, to_h: float) -> tuple[Model, Frame, list[Any]]:
+    """The model of a full pass over everything before from_h, the rows and reports of [from_h, to_h),
+    and that pass's open incidents."""
+    scenario, fleet = _fleet(scenario_name, seed)
     start = to_ms(scenario.start)
 
     def hour(record: dict[str, Any], key: str = "time") -> float:
@@ -43,13 +50,20 @@ def _screened(
     batch = replace(
         fleet,
         results=[r for r in fleet.results if from_h <= hour(r) < to_h],
-        reports=[r for r in fleet.reports if from_h <= hour(r, "observed_at") < to_h] if readings else [],
+        reports=[r for r in fleet.reports if from_h <= hour(r, "observed_at") < to_h],
     )
     analysis = analyse(frame_of(history), config=CONFIG)
-    model = build_model(analysis, CONFIG)
     opened = [(i["kind"], i["entity"]) for i in analysis.incidents if i["state"] != "resolved"]
-    new = frame_of(batch)
-    return screen(model, Batch.of(new, 0), CONFIG, NewReadings.of(new, 0)), opened
+    return build_model(analysis, CONFIG), frame_of(batch), opened
+
+
+def _screened(
+    scenario_name: str, seed: int, from_h: float, to_h: float, readings: bool = False
+) -> tuple[Screen, list[Any]]:
+    """The screen of the rows in [from_h, to_h) (and, with `readings`, of the reports then) against a
+    full pass over everything before from_h, and that pass's open incidents."""
+    model, new, opened = _prepared(scenario_name, seed, from_h, to_h)
+    return screen(model, Batch.of(new, 0), CONFIG, NewReadings.of(new, 0) if readings else None), opened
 
 
 def _named(found: Screen) -> list[tuple[str, str]]:
