@@ -127,7 +127,7 @@ def find_outages(
     # with several of them "usually" fails a lot, and an outage on its healthy hosts must not look
     # like their usual.
     usual = np.where(own_before > 0, np.minimum(expected, own_before), expected)
-    runs = _runs(bins, flagged, join)
+    runs = flagged_runs(bins, flagged, join)
     in_runs = np.zeros(bins.size + 1, np.int64)
     for start, stop in runs:
         in_runs[np.searchsorted(bins, bins[start] - pad)] += 1
@@ -304,7 +304,7 @@ def _short_bursts(counts: _Counts, radius: int, join: int, config: AnalysisConfi
         & (counts.distinct >= 3)
     )
     short = np.zeros(clear.size, bool)
-    for start, stop in _runs(bins, clear, join):
+    for start, stop in flagged_runs(bins, clear, join):
         earlier = clear[:start] & (bins[:start] >= bins[start] - 2 * radius)
         if (
             not earlier.any()
@@ -382,7 +382,7 @@ def _flag(
     # each with one host bursting, where most hosts active during the run burst in turn — at least
     # two, and in more than one pool where the fleet has several (two hosts of one pool failing in
     # turn are as much that pool's trouble).
-    for start, stop in _runs(bins, candidate & clearly_beyond & (failing >= 1), join):
+    for start, stop in flagged_runs(bins, candidate & clearly_beyond & (failing >= 1), join):
         if core[start:stop].any():
             continue
         hosts, ran = host_bins.in_run(start, stop)
@@ -412,7 +412,7 @@ def _flag(
     # A lull of one bin inside a burst is still the burst.
     holes = ~flagged[1:-1] & flagged[:-2] & flagged[2:] & (bins[2:] - bins[:-2] <= 3)
     flagged[1:-1] |= holes
-    for start, stop in _runs(bins, flagged, join):
+    for start, stop in flagged_runs(bins, flagged, join):
         if not core[start:stop].any() or _one_pools_share(counts, host_bins, start, stop, config):
             flagged[start:stop] = False
     return flagged, active, failing
@@ -490,7 +490,7 @@ def _transient(counts: _Counts, flagged: np.ndarray, radius: int, join: int) -> 
     # host NONE (-1) included, so slot host + 1.
     by_host = np.argsort(h_host, kind="stable")
     host_starts = np.searchsorted(h_host[by_host], np.arange(-1, int(h_host.max(initial=-1)) + 2))
-    for start, stop in _runs(bins, flagged, join):
+    for start, stop in flagged_runs(bins, flagged, join):
         first, last = int(bins[start]), int(bins[stop - 1])
         # Before and after: the 2·radius bins with data nearest the run, 15 min away from it and at
         # most 12 h: jobs come in waves, and an hour with no job says nothing either way. Bins of
@@ -626,7 +626,7 @@ def _came_back(before: float, during: float, after: float) -> bool:
     return after - before <= 0.5 * (during - before)
 
 
-def _runs(bins: np.ndarray, flagged: np.ndarray, join: int) -> list[tuple[int, int]]:
+def flagged_runs(bins: np.ndarray, flagged: np.ndarray, join: int) -> list[tuple[int, int]]:
     """The runs of flagged bins as (start, stop) indices; flagged bins at most `join` bins apart are one
     run (bins in between, flagged or not, belong to it)."""
     runs: list[tuple[int, int]] = []

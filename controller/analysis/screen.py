@@ -16,7 +16,6 @@ that raises nothing waits for the next scheduled full pass.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from common.timeutil import iso
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis
 from controller.analysis.frame import Frame
+from controller.analysis.outages import flagged_runs
 
 # How far back from the full pass's as_of the model reads a test's rate: recent enough to be what the
 # test does now, long enough that a test running a few times a day has a rate.
@@ -51,7 +51,6 @@ RECOVERY_CLEAN_JOBS = 3
 class Model:
     """What a screen needs of the last full pass; its size is tests × pools, not rows."""
 
-    as_of_ms: int
     rates: dict[tuple[str, str], float]  # (pool, test) → failure probability of one run
     fleet_rates: dict[str, float]  # test → the same fleet-wide, for a pool where it has not run
     overall: float  # for a test the pass never saw
@@ -97,7 +96,7 @@ def build_model(analysis: Analysis, config: AnalysisConfig) -> Model:
     # as many hypotheses as it tested, stricter than any cutoff it could have reached.
     cutoff = analysis.bh_cutoff or config.fdr_q / max(analysis.hypotheses, 1)
     known = {(i["kind"], i["entity"]): i["dimension"] for i in analysis.incidents if i["state"] != "resolved"}
-    return Model(analysis.as_of_ms, rates, fleet_rates, overall, cutoff, known)
+    return Model(rates, fleet_rates, overall, cutoff, known)
 
 
 @dataclass
@@ -120,8 +119,7 @@ class Batch:
         rows = slice(start, stop)
 
         def names(column: str) -> list[Any]:
-            values = frame.codes[column].values
-            return [values[c] if c >= 0 else None for c in frame.cols[column][rows].tolist()]
+            return _names(frame, column, frame.cols[column][rows])
 
         return cls(
             time_ms=frame.time_ms[rows].tolist(),
@@ -152,18 +150,19 @@ class NewReadings:
     @classmethod
     def of(cls, frame: Frame, start: int, stop: int | None = None) -> NewReadings:
         rows = slice(start, stop)
-
-        def names(column: str, codes: Any) -> list[Any]:
-            values = frame.codes[column].values
-            return [values[c] if c >= 0 else None for c in codes[rows].tolist()]
-
         return cls(
             time_ms=frame.r_time_ms[rows].tolist(),
-            runner=names("runner", frame.r_runner),
-            machine=names("machine", frame.r_machine),
-            check=names("check", frame.r_check),
+            runner=_names(frame, "runner", frame.r_runner[rows]),
+            machine=_names(frame, "machine", frame.r_machine[rows]),
+            check=_names(frame, "check", frame.r_check[rows]),
             problem=(frame.r_values["problem"][rows] > 0).tolist(),
         )
+
+
+def _names(frame: Frame, column: str, codes: np.ndarray) -> list[Any]:
+    """The strings behind a column's codes (None for -1)."""
+    values = frame.codes[column].values
+    return [values[c] if c >= 0 else None for c in codes.tolist()]
 
 
 @dataclass
@@ -369,7 +368,9 @@ def _outages(
     quiet = [row for number, rows in spells.items() if number not in candidates for row in rows]
     found: list[dict[str, Any]] = []
     in_outage: set[int] = set()
-    for start, end in _runs(sorted(candidates)):
+    flagged = np.array(sorted(candidates), np.int64)
+    for first, stop in flagged_runs(flagged, np.ones(flagged.size, bool), join=2):
+        start, end = int(flagged[first]), int(flagged[stop - 1])
         rows = [row for number in range(start, end + 1) for row in spells.get(number, [])]
         if not _fleet_failed(batch, probability, rows, quiet, model):
             continue
@@ -419,17 +420,3 @@ def _fleet_failed(
         expected += rate * ran
     observed = int(sum(failures for _, failures, _ in runs.values()))
     return bool(stats.poisson.sf(observed - 1, expected) <= model.cutoff)
-
-
-def _runs(numbers: list[int]) -> Iterator[tuple[int, int]]:
-    """Runs of sorted integers at most two apart, as (first, last)."""
-    start = previous = None
-    for number in numbers:
-        if previous is not None and number <= previous + 2:
-            previous = number
-            continue
-        if start is not None and previous is not None:
-            yield start, previous
-        start = previous = number
-    if start is not None and previous is not None:
-        yield start, previous
