@@ -26,6 +26,7 @@ from controller.api import (
 )
 from controller.api.body import body_size
 from controller.api.gate import Gate
+from controller.api.precision import PublishedJSONResponse
 from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
 from controller.leadership import Leadership
@@ -94,6 +95,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
             "Tells a sick CI runner from a flaky test, proves it, drains it and corrects flake scores."
         ),
         lifespan=lifespan,
+        default_response_class=PublishedJSONResponse,
     )
     app.state.engine = engine
     app.state.settings = settings
