@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -285,12 +284,10 @@ def test_quiet_fleet_has_only_flaky_and_background_failures(quiet: Fleet) -> Non
 # --- truth: the kitchen sink ----------------------------------------------------------------------------
 
 
-def test_kitchen_sink_size_and_speed() -> None:
-    started = time.perf_counter()
+def test_kitchen_sink_size() -> None:
+    # How long it takes is bench/analysis.py's to report: tests check behaviour, never times.
     fleet = simulate(kitchen_sink(), 9)
-    elapsed = time.perf_counter() - started
     assert 100_000 < len(fleet.results) <= 300_000
-    assert elapsed < 15  # target < 5 s on a developer machine; generous for loaded CI
     kinds = {k for k, _ in fleet.truth.sick}
     assert kinds == {"runner", "machine", "image", "pool"}
 
