@@ -61,6 +61,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         incidents=lambda: analysis_service.served().incidents,
         providers=metered(providers, metrics),
         health=lambda runner_id: analysis_service.served().health.get(runner_id, {}),
+        flaky=lambda: {t["test_id"] for t in analysis_service.served().tests if t["verdict"] == "flaky"},
         leadership=leadership,
         metrics=metrics,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -445,8 +445,13 @@ class Actions:
             detail=f"rerun {row.new_job_id} of job {row.job_id} {outcome}",
         )
 
-    def clear_flakes(self, incidents: dict[str, dict[str, Any]]) -> None:
-        """Incidents whose reruns all passed elsewhere: their tests' failures were the runner's."""
+    def clear_flakes(self, incidents: dict[str, dict[str, Any]], flaky: Collection[str] = ()) -> None:
+        """Incidents whose reruns all passed elsewhere: their tests' failures were the runner's.
+
+        `flaky` names the tests the flake analysis keeps flaky on their failures outside incidents: one of
+        them failing on the sick runner too proves nothing about the runner, so it is not cleared, and
+        the entry says which tests were left out and why rather than call them not flaky.
+        """
         with self.engine.connect() as conn:
             rows = store.reruns(conn)
         by_incident: dict[str, list[Any]] = {}
@@ -456,12 +461,16 @@ class Actions:
             incident = incidents.get(incident_id)
             if incident is None or not all(r.state == "passed" for r in runs):
                 continue
-            tests = [t["test_id"] for t in incident.get("tests", [])]
+            failed = sorted({t["test_id"] for t in incident.get("tests", [])})
+            tests = [t for t in failed if t not in flaky]
+            kept = [t for t in failed if t in flaky]
             reason = (
                 f"all {len(runs)} rerun(s) of the jobs that failed on {runs[0].runner_id} during {incident_id} "
                 f"passed on other runners: these {len(tests)} test(s) failed because of the runner "
                 f"({incident.get('dimension')}), not because they are flaky"
             )
+            if kept:
+                reason += f"; not cleared, flaky on their own failures elsewhere: {', '.join(kept)}"
             with self.engine.begin() as conn:
                 added = store.add_clearance(conn, incident_id, runs[0].runner_id, tests, reason)
             if added:
@@ -473,5 +482,5 @@ class Actions:
                     runner_id=runs[0].runner_id,
                     incident_id=incident_id,
                     reason=reason,
-                    detail=", ".join(sorted(tests)),
+                    detail=", ".join(tests),
                 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -49,6 +49,7 @@ class Remediator(OperatorEntryPoints):
         incidents: Callable[[], list[dict[str, Any]]],
         providers: dict[str, Provider],
         health: Callable[[str], dict[str, Any]] | None = None,
+        flaky: Callable[[], Collection[str]] | None = None,
         leadership: Leadership | None = None,
         metrics: Metrics | None = None,
     ) -> None:
@@ -58,6 +59,8 @@ class Remediator(OperatorEntryPoints):
         self.incidents = incidents
         self.providers = providers
         self.health = health or (lambda _runner: {})
+        # Tests the flake analysis keeps flaky: a clearance never vouches for them (actions.clear_flakes).
+        self.flaky: Callable[[], Collection[str]] = flaky or (lambda: frozenset())
         self.leadership = leadership
         self.actions = Actions(
             engine, self.provider_for, fence=leadership.fence if leadership else None, metrics=self.metrics
@@ -152,7 +155,7 @@ class Remediator(OperatorEntryPoints):
             self._renew_cordons()
             self.actions.watch_reruns()
             self._mark_drained()
-            self.actions.clear_flakes(incidents)
+            self.actions.clear_flakes(incidents, self.flaky())
             # Before the targets: a probation a new verdict fails is re-cordoned here, not judged afresh.
             self.probations.watch()
             targets = self.targets()

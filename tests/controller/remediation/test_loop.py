@@ -151,6 +151,24 @@ def test_reruns_passing_elsewhere_clear_the_tests(engine: Engine) -> None:
     assert ("clear-flakes", "done", "r1") in actions(engine)
 
 
+def test_a_test_flaky_on_its_own_is_not_cleared_and_the_entry_says_so(engine: Engine) -> None:
+    provider = Double()
+    settings = ControllerSettings(remediation_mode="auto")
+    rem = Remediator(engine, settings, lambda: [incident("r1")], {"double": provider}, flaky=lambda: {"t::b"})
+    rem.tick()
+    provider.outcomes = {"re-j1": "passed", "re-j2": "passed"}
+    rem.tick()
+    with engine.connect() as conn:
+        assert store.cleared_by(conn) == {"t::a": ["inc-r1"]}
+        (entry,) = conn.execute(select(tables.actions).where(tables.actions.c.action == "clear-flakes"))
+    assert entry.detail == "t::a"
+    assert entry.reason == (
+        "all 2 rerun(s) of the jobs that failed on r1 during inc-r1 passed on other runners: these 1 test(s) "
+        "failed because of the runner (disk), not because they are flaky; not cleared, flaky on their own "
+        "failures elsewhere: t::b"
+    )
+
+
 def test_a_failed_rerun_clears_nothing(engine: Engine) -> None:
     provider = Double()
     rem = make(engine, provider, [incident("r1")])
