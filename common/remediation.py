@@ -32,6 +32,9 @@ class DrainRequest(_Body):
     reason: str = Field(default="", max_length=500, pattern=NO_NUL)
     rerun: bool = Field(default=True, description="rerun the jobs that failed on it during its incident")
     dry_run: bool = False
+    ignore_budget: bool = Field(
+        default=False, description="cordon it even where the pool's disruption budget is spent"
+    )
 
 
 class ActionAnswer(BaseModel):

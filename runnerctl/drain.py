@@ -27,12 +27,24 @@ def drain(
         bool, typer.Option("--rerun/--no-rerun", help="rerun the jobs that failed on it during its incident")
     ] = False,
     dry_run: DryRunOption = False,
+    ignore_budget: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-budget", help="cordon it even where the pool's disruption budget is spent (see status)"
+        ),
+    ] = False,
 ) -> None:
     """Cordon runners and (with --rerun) rerun the jobs that failed on them during their incident, on
-    healthy runners. In a pool in `approve` mode this is the operator's approval.
+    healthy runners. In a pool in `approve` mode this is the operator's approval, so the pool's
+    disruption budget binds it as it binds the controller (--ignore-budget overrides).
     """
     runners = targets(ctx, runner, selector)
-    body: dict[str, Any] = {"reason": reason, "dry_run": dry_run, "rerun": rerun}
+    body: dict[str, Any] = {
+        "reason": reason,
+        "dry_run": dry_run,
+        "rerun": rerun,
+        "ignore_budget": ignore_budget,
+    }
 
     def done(name: str, answer: dict[str, Any]) -> None:
         typer.echo(clean(rotation.line(name, answer["status"], dry_run)))

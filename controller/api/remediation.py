@@ -43,7 +43,9 @@ def _known(request: Request, runner_id: str) -> None:
 def _answer(request: Request, runner_id: str, result: Result, dry_run: bool, **extra: Any) -> ActionAnswer:
     if not result.ok:
         status = 409 if result.status == "refused" else 503
-        raise ApiError(status, f"runner/{runner_id} not changed: {result.detail}")
+        # A dry run is refused (or fails closed) exactly where the real one would, and says so.
+        verb = "would not be changed (dry run)" if dry_run else "not changed"
+        raise ApiError(status, f"runner/{runner_id} {verb}: {result.detail}")
     with request.app.state.engine.connect() as conn:
         cordon = store.cordon_of(conn, runner_id)
     return ActionAnswer(
@@ -79,7 +81,7 @@ async def drain(request: Request, runner_id: str, body: DrainRequest, who: Opera
     _known(request, runner_id)
     reason = body.reason or f"drained by {who.name}"
     result, notes, room = await run_in_threadpool(
-        remediator(request).drain, runner_id, who.name, reason, body.rerun, body.dry_run
+        remediator(request).drain, runner_id, who.name, reason, body.rerun, body.dry_run, body.ignore_budget
     )
     return _answer(request, runner_id, result, body.dry_run, notes=notes, budget=room)
 

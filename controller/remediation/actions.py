@@ -103,8 +103,13 @@ class Actions:
         expires_ms: int | None = None,
         budget_note: str = "",
         then: StoreStep | None = None,
+        dry_run: bool = False,
     ) -> Result:
-        """`then` runs in the transaction that records the cordon (a probation it ends, say)."""
+        """`then` runs in the transaction that records the cordon (a probation it ends, say). A dry run
+        asks the provider for the runner's state like a real one, and fails closed the same way, but
+        writes nothing and pauses nothing."""
+        if dry_run:
+            return self._cordon_dry_run(runner, key)
         result = self._cordon(
             runner,
             key=key,
@@ -118,6 +123,23 @@ class Actions:
             then=then or _nothing,
         )
         return self.counted("cordon", actor, result)
+
+    def _cordon_dry_run(self, runner: str, key: str) -> Result:
+        provider = self.provider_for(runner)
+        if provider is None:
+            return Result(
+                "cordoned", "dry run: would be recorded only: no provider configured for this runner"
+            )
+        try:
+            state = provider.state(runner)
+        except ProviderError as error:
+            # Not `defer`: a dry run attempted nothing, so it must not hold back the next real attempt.
+            return Result("failed", f"{error}; a real run would fail closed: no action taken", ok=False)
+        with self.engine.connect() as conn:
+            prior = audit.status_of(conn, key)
+        if state.cordoned and not (prior == "intended" or (state.reason or "").startswith(MARK)):
+            return Result("already cordoned", f"paused in {provider.NAME} by someone else")
+        return Result("cordoned", "dry run: nothing changed")
 
     def _cordon(
         self,
@@ -278,13 +300,25 @@ class Actions:
     # -- reruns ---------------------------------------------------------------------------------------
 
     def rerun_jobs(
-        self, incident: dict[str, Any], runner: str, *, actor: str, mode: str | None, cap: int
+        self,
+        incident: dict[str, Any],
+        runner: str,
+        *,
+        actor: str,
+        mode: str | None,
+        cap: int,
+        dry_run: bool = False,
     ) -> list[str]:
-        """Rerun the incident's failed jobs on `runner` (which must be out of rotation); returns notes."""
+        """Rerun the incident's failed jobs on `runner` (which must be out of rotation); returns notes.
+
+        A dry run decides each job exactly as a real run does (rerun before, over the cap, backing off)
+        and says what it would do, but records and submits nothing.
+        """
         provider = self.provider_for(runner)
         if provider is None:
             return [f"no provider for {runner}: nothing can be rerun"]
         notes: list[str] = []
+        settled: list[str] = []
         jobs = {
             j["job_id"]: j
             for j in incident.get("affected_jobs", [])
@@ -293,35 +327,65 @@ class Actions:
         for job_id, job in sorted(jobs.items()):
             key = f"rerun:{incident['id']}:{job_id}"
             with self.engine.begin() as conn:
-                state = store.rerun_state(conn, key)
-                if state is None:
-                    known = store.reruns_of_job(conn, job_id)
-                    capped = known >= cap
-                    if not capped:
+                row = store.rerun(conn, key)
+                known = store.reruns_of_job(conn, job_id)
+                step = self._rerun_step(key, None if row is None else row.state, known, cap)
+                if step == "submit" and not dry_run:
+                    if row is None:
                         store.add_rerun(conn, key, incident["id"], runner, job_id, job.get("run_id"))
-                elif state == "deferred" and not self.waiting(key):
-                    capped = False  # rate limited before, nothing queued: its turn again
-                    store.update_rerun(conn, key, state="pending")
-                else:
-                    continue  # submitted before: the watcher (or crash recovery) owns it now
-            if capped:
-                self.metrics.remediation_blocked.labels("rerun_cap").inc()
-                self.note(
-                    f"rerun-capped:{incident['id']}:{job_id}",
-                    "rerun",
-                    "refused",
-                    actor=actor,
-                    runner_id=runner,
-                    incident_id=incident["id"],
-                    job_id=job_id,
-                    mode=mode,
-                    detail=f"job {job_id} was already rerun {known} time(s); the cap is {cap} per job",
+                    else:  # rate limited before, nothing queued: its turn again
+                        store.update_rerun(conn, key, state="pending")
+            if step == "settled":
+                # Submitted before: the watcher (or crash recovery) owns it now; never twice.
+                settled.append(
+                    f"{job_id} as {row.new_job_id} ({row.state})"
+                    if row.new_job_id
+                    else f"{job_id} ({row.state})"
                 )
-                continue
+            elif step == "waiting":
+                notes.append(
+                    f"job {job_id}: refused with a 429 before; submitted again once its backoff passes"
+                )
+            elif step == "capped":
+                detail = f"job {job_id} was already rerun {known} time(s); the cap is {cap} per job"
+                notes.append(f"not rerun: {detail}")
+                if not dry_run:
+                    self.metrics.remediation_blocked.labels("rerun_cap").inc()
+                    self.note(
+                        f"rerun-capped:{incident['id']}:{job_id}",
+                        "rerun",
+                        "refused",
+                        actor=actor,
+                        runner_id=runner,
+                        incident_id=incident["id"],
+                        job_id=job_id,
+                        mode=mode,
+                        detail=detail,
+                    )
+            elif dry_run:
+                notes.append(f"would rerun job {job_id} of {incident['id']}")
+            else:
+                notes.append(
+                    self._submit(
+                        provider, key, incident["id"], runner, job_id, job.get("run_id"), actor, mode
+                    )
+                )
+        if settled and len(settled) == len(jobs):
             notes.append(
-                self._submit(provider, key, incident["id"], runner, job_id, job.get("run_id"), actor, mode)
+                f"nothing to rerun: all {len(jobs)} failed job(s) of {incident['id']} were rerun before "
+                f"and are not rerun again: {', '.join(settled)}"
             )
+        elif settled:
+            notes.append(f"rerun before, not again: {', '.join(settled)}")
         return notes
+
+    def _rerun_step(self, key: str, state: str | None, known: int, cap: int) -> str:
+        """What one job's rerun comes to now: `submit`, `capped`, `waiting` (backing off) or `settled`."""
+        if state is None:
+            return "capped" if known >= cap else "submit"
+        if state == "deferred":
+            return "waiting" if self.waiting(key) else "submit"
+        return "settled"
 
     def _submit(
         self,

@@ -51,16 +51,30 @@ class OperatorEntryPoints:
             return str(row.key)
 
     def cordon(
-        self, runner: str, actor: str, reason: str, expires_ms: int | None, dry_run: bool
+        self,
+        runner: str,
+        actor: str,
+        reason: str,
+        expires_ms: int | None,
+        dry_run: bool,
+        within_budget: bool = False,
     ) -> tuple[Result, dict[str, Any]]:
+        """A person's cordon. With `within_budget` (a drain) the pool's disruption budget binds it as it
+        binds the controller's. A dry run takes every check a real one does, provider included."""
         with self.lock:
             with self.engine.connect() as conn:
                 held = store.cordon_of(conn, runner)
             room = self.budget(self.pool_of(runner))
             if held is not None:
                 return Result("already cordoned", f"by {held['by']}: {held['reason']}"), room.as_dict()
+            if within_budget and not room.allows:
+                why = f"{room.explain()}; drain it anyway with --ignore-budget"
+                return Result("refused", why, ok=False), room.as_dict()
+            key = f"cordon:manual:{runner}:{now_ms()}"
             if dry_run:
-                return Result("cordoned", "dry run: nothing changed"), room.as_dict()
+                return self.operator_actions.cordon(
+                    runner, key=key, actor=actor, source="operator", reason=reason, mode=None, dry_run=True
+                ), room.as_dict()
             probation = self.probations.open_of(runner)
 
             def end_probation(conn: Connection) -> None:
@@ -68,10 +82,10 @@ class OperatorEntryPoints:
                     why = f"cordoned by {actor}; the cordon is theirs"
                     store.end_probation(conn, probation.id, runner, "ended", why, active=False)
 
-            # A person's cordon is theirs to take: the budget binds the controller, not operators.
+            # A person's plain cordon is theirs to take: the budget binds the controller (and drains).
             result = self.operator_actions.cordon(
                 runner,
-                key=f"cordon:manual:{runner}:{now_ms()}",
+                key=key,
                 actor=actor,
                 source="operator",
                 reason=reason,
@@ -114,9 +128,11 @@ class OperatorEntryPoints:
             )
 
     def drain(
-        self, runner: str, actor: str, reason: str, rerun: bool, dry_run: bool
+        self, runner: str, actor: str, reason: str, rerun: bool, dry_run: bool, ignore_budget: bool = False
     ) -> tuple[Result, list[str], dict[str, Any]]:
-        """Cordon, then rerun the failed jobs of the runner's newest incident: the operator's approval."""
+        """Cordon, then rerun the failed jobs of the runner's newest incident: the operator's approval of
+        what the controller would do in `auto`, so within the same budget unless `ignore_budget`. A dry
+        run decides everything the same way and acts on nothing."""
         incident = next(
             (
                 i
@@ -125,7 +141,7 @@ class OperatorEntryPoints:
             ),
             None,
         )
-        result, room = self.cordon(runner, actor, reason, None, dry_run)
+        result, room = self.cordon(runner, actor, reason, None, dry_run, within_budget=not ignore_budget)
         if not dry_run:
             self.operator_actions.counted("drain", actor, result)
         notes: list[str] = []
@@ -133,13 +149,13 @@ class OperatorEntryPoints:
             return result, notes, room
         if incident is None:
             notes.append("no open incident on this runner: no failed jobs to rerun")
-        elif dry_run:
-            jobs = [j["job_id"] for j in incident["affected_jobs"] if j.get("runner_id") == runner]
-            notes.append(f"would rerun {len(jobs)} job(s) of {incident['id']}: {', '.join(jobs)}")
-        else:
-            with self.lock:
-                cap = self.policy(self.pool_of(runner)).max_reruns_per_job
-                notes = self.operator_actions.rerun_jobs(incident, runner, actor=actor, mode=None, cap=cap)
+            return result, notes, room
+        with self.lock:
+            cap = self.policy(self.pool_of(runner)).max_reruns_per_job
+            notes = self.operator_actions.rerun_jobs(
+                incident, runner, actor=actor, mode=None, cap=cap, dry_run=dry_run
+            )
+            if not dry_run:
                 with self.engine.begin() as conn:
                     if store.reruns(conn, incident["id"]):
                         store.set_state(conn, runner, "draining")

@@ -129,6 +129,12 @@ def rerun_state(conn: Connection, key: str) -> str | None:
     return None if found is None else str(found)
 
 
+def rerun(conn: Connection, key: str) -> Any:
+    """The rerun recorded under this key (its state and the provider's id for it), or None."""
+    t = tables.reruns
+    return conn.execute(select(t).where(t.c.key == key)).first()
+
+
 def add_rerun(
     conn: Connection, key: str, incident_id: str, runner_id: str, job_id: str, run_id: str | None
 ) -> bool:

@@ -306,8 +306,54 @@ def test_dry_run_drain_changes_nothing(engine: Engine) -> None:
     provider = Double()
     rem = make(engine, provider, [incident("r1")], mode="approve")
     result, notes, _budget = rem.drain("r1", "alice", "why", rerun=True, dry_run=True)
-    assert (result.status, notes) == ("cordoned", ["would rerun 2 job(s) of inc-r1: j1, j2"])
+    assert (result.status, notes) == (
+        "cordoned",
+        ["would rerun job j1 of inc-r1", "would rerun job j2 of inc-r1"],
+    )
     assert provider.calls == [] and actions(engine) == []
+
+
+def test_dry_run_drain_reruns_nothing_already_rerun_as_the_real_one(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [incident("r1")])
+    rem.tick()
+    provider.outcomes = {"re-j1": "passed", "re-j2": "passed"}
+    rem.tick()
+    before = list(provider.calls)
+    said = (
+        "nothing to rerun: all 2 failed job(s) of inc-r1 were rerun before and are not rerun again: "
+        "j1 as re-j1 (passed), j2 as re-j2 (passed)"
+    )
+    for dry_run in (True, False):
+        result, notes, _budget = rem.drain("r1", "alice", "why", rerun=True, dry_run=dry_run)
+        assert (result.status, notes) == ("already cordoned", [said]), dry_run
+    assert provider.calls == before
+
+
+def test_dry_run_drain_is_refused_by_the_budget_as_the_real_one(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [incident("r1")])  # ten runners: one controller cordon at once
+    rem.tick()
+    refusal = (
+        "pool linux: 1 of 1 controller cordons in use, 1 of 10 runners out of rotation; budget exhausted "
+        "(max(1, 1) at once); drain it anyway with --ignore-budget"
+    )
+    for dry_run in (True, False):
+        result, notes, _budget = rem.drain("r2", "alice", "why", rerun=True, dry_run=dry_run)
+        assert (result.status, result.ok, result.detail, notes) == ("refused", False, refusal, []), dry_run
+    assert provider.count("cordon") == 1
+    forced, _notes, _budget = rem.drain("r2", "alice", "why", rerun=True, dry_run=False, ignore_budget=True)
+    assert forced.status == "cordoned" and provider.count("cordon") == 2
+
+
+def test_dry_run_fails_closed_as_the_real_one_without_holding_it_back(engine: Engine) -> None:
+    provider = Double()
+    provider.down = True
+    rem = make(engine, provider, [incident("r1")], mode="approve")
+    result, _budget = rem.cordon("r1", "alice", "why", None, dry_run=True)
+    assert (result.status, result.ok) == ("failed", False)
+    assert result.detail == "double: state: timed out; a real run would fail closed: no action taken"
+    assert rem.operator_actions.retry_at == {} and actions(engine) == []
 
 
 def test_a_sick_machine_cordons_its_persistent_runners(engine: Engine) -> None:

@@ -143,6 +143,25 @@ def test_the_demo_judges_drains_reruns_clears_and_hands_over(tmp_path: Path) -> 
         assert audit.returncode == 0, audit.stderr
         (entry,) = json.loads(audit.stdout)
         assert entry["detail"] == ", ".join(sorted(story.VICTIMS))
+
+        # A dry run decides as the real drain would: nothing is rerun twice, and the spent budget refuses.
+        again = run(env, "drain", story.SICK, "--rerun", "--dry-run")
+        assert (again.returncode, again.stdout) == (
+            0,
+            f"runner/{story.SICK} already cordoned (dry run)\nrunner/{story.SICK} drained (dry run)\n",
+        )
+        assert again.stderr.startswith(
+            f"nothing to rerun: all {len(rebuilds)} failed job(s) of {incident} were rerun before and are "
+            "not rerun again: "
+        ), again.stderr
+        refused = run(env, "drain", "linux-02", "--rerun", "--dry-run")
+        assert (refused.returncode, refused.stdout, refused.stderr) == (
+            1,
+            "",
+            "error: runner/linux-02 would not be changed (dry run): pool linux: 1 of 1 controller cordons in "
+            "use, 1 of 6 runners out of rotation; budget exhausted (max(1, 1) at once); drain it anyway with "
+            "--ignore-budget\n",
+        )
         pid = int((directory / "controller.pid").read_text())
     finally:
         if demo.process.poll() is None:
