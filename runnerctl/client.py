@@ -47,7 +47,7 @@ class Client:
             )
         except requests.ConnectionError as error:
             raise ApiError(
-                None, f"cannot reach the controller at {self.target.server}: {_short(error)}"
+                None, f"cannot reach the controller at {self.target.server}: {_cause(error)}"
             ) from error
         except requests.Timeout as error:
             raise ApiError(None, f"the controller at {self.target.server} did not answer in time") from error
@@ -71,8 +71,27 @@ def _message(response: requests.Response) -> str:
     except ValueError:
         detail = None
     detail = detail or response.text[:300] or response.reason
-    hint = {401: " (check --token or RUNNERCTL_TOKEN)", 403: " (this token's role is not allowed to)"}
+    hint = {
+        401: " (check --token or RUNNERCTL_TOKEN)",
+        403: " (use a token with one of those roles: runner-controller token create --role ROLE)",
+    }
     return f"{detail}{hint.get(response.status_code, '')}"
+
+
+def _cause(error: requests.ConnectionError) -> str:
+    """The reason in a few words. urllib3's text repeats the pool, the retries and the URL; the OS's own
+    words for the last try (connection refused, name or service not known) are at the end of the chain
+    of causes, under the MaxRetryError requests wraps."""
+    found: BaseException | None = (
+        error.args[0] if error.args and isinstance(error.args[0], BaseException) else error
+    )
+    found = getattr(found, "reason", None) or found
+    while found is not None:
+        strerror = getattr(found, "strerror", None)
+        if isinstance(found, OSError) and strerror:
+            return str(strerror).lower()
+        found = found.__cause__ or found.__context__
+    return _short(error)
 
 
 def _short(error: Exception) -> str:

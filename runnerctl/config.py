@@ -19,6 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import tomli_w
 
@@ -102,11 +103,32 @@ def resolve(server: str | None, token: str | None, context: str | None = None) -
             known = ", ".join(sorted(contexts)) or "none"
             raise ConfigError(f"context '{name}' not found in {config_path()} (known: {known})")
         ctx = contexts[name]
-    resolved_server = server or os.environ.get("RUNNERCTL_SERVER") or ctx.get("server")
+    sources = (
+        (server, "--server"),
+        (os.environ.get("RUNNERCTL_SERVER"), "RUNNERCTL_SERVER"),
+        (ctx.get("server"), f"context '{name}'"),
+    )
+    resolved_server, source = next(((str(v), where) for v, where in sources if v), (None, ""))
     resolved_token = token or os.environ.get("RUNNERCTL_TOKEN") or token_of(ctx)
     if not resolved_server:
         raise ConfigError(
             "no controller configured: pass --server URL, set RUNNERCTL_SERVER, "
             "or run `runnerctl config set-context NAME --server URL --token T`"
         )
-    return Target(server=resolved_server.rstrip("/"), token=resolved_token)
+    return Target(server=checked_url(resolved_server, source).rstrip("/"), token=resolved_token)
+
+
+def checked_url(url: str, source: str) -> str:
+    """The controller's URL as given, or an error naming what is wrong and where it came from: requests
+    would otherwise fail deep inside with a traceback (`InvalidSchema`) for `127.0.0.1:8080`."""
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or "://" not in url:
+        hint = f"http://{url.split('://', 1)[-1]}"
+        raise ConfigError(f"{source} {url!r} is not an http:// or https:// URL: use e.g. {hint!r}")
+    if not parsed.hostname:
+        raise ConfigError(f"{source} {url!r} names no host: use e.g. 'http://127.0.0.1:8080'")
+    try:
+        parsed.port  # noqa: B018 -- raises on a port that is not a number in range
+    except ValueError:
+        raise ConfigError(f"{source} {url!r} has a port that is not a number from 1 to 65535") from None
+    return url
