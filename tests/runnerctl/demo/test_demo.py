@@ -120,6 +120,17 @@ def test_the_demo_judges_drains_reruns_clears_and_hands_over(tmp_path: Path) -> 
         quarantine = [line for line in demo.lines if line in {f for f, _p in story.FLAKY}]
         assert sorted(quarantine) == sorted(f for f, _p in story.FLAKY)
 
+        # One incident, one set of numbers: `explain` shows what the table showed, or the demo says why not.
+        expected_then = float(row[7])
+        (stated,) = re.findall(r"where (\S+) were expected \(ratio (\S+)\)", out)
+        expected_now, ratio_now = float(stated[0]), float(stated[1])
+        if f"{expected_now:.2f}" != f"{expected_then:.2f}":
+            # The reruns' results start arriving as soon as the verdict is in, so the table may already
+            # be a later analysis than the verdict line; the explanation must match what explain shows.
+            assert (
+                f"so {incident} now expects {expected_now:.2f} failures (ratio {ratio_now:.1f}) where" in out
+            )
+
         # The evidence chain, as `runnerctl explain runner` prints it.
         assert "Health:    sick (disk)" in out
         assert f"Cordoned:  yes, by runner-controller: {incident}: sick (disk)" in out
