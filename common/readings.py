@@ -7,10 +7,11 @@ never "sick": it means the check could not look.
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 
 class Status(StrEnum):
@@ -19,9 +20,13 @@ class Status(StrEnum):
     unknown = "unknown"
 
 
+# Unknown fields are ignored so that a newer agent can talk to an older controller. Infinity and NaN
+# are refused: JSON cannot carry them back out (they were stored as null), and no check measures them.
+_WIRE = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+
 class _Reading(BaseModel):
-    # Unknown fields are ignored so that a newer agent can talk to an older controller.
-    model_config = ConfigDict(extra="ignore")
+    model_config = _WIRE
 
     status: Status = Status.ok
     reason: str | None = Field(default=None, max_length=100)
@@ -29,7 +34,7 @@ class _Reading(BaseModel):
 
 
 class DiskPath(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = _WIRE
 
     path: str
     mount_point: str | None = None
@@ -63,7 +68,7 @@ class MemoryReading(_Reading):
 
 
 class NtpServerReading(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = _WIRE
 
     server: str
     offset_s: float | None = None
@@ -79,7 +84,7 @@ class ClockReading(_Reading):
 
 
 class CacheDigest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = _WIRE
 
     key: str
     path: str | None = None
@@ -97,8 +102,26 @@ class CacheReading(_Reading):
 class OtherReading(_Reading):
     """A check this controller does not know yet: stored as sent, never used as evidence."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
     check: str = Field(min_length=1, max_length=40)
+
+    @model_validator(mode="after")
+    def _finite_extras(self) -> OtherReading:
+        # Extra fields are not typed, so allow_inf_nan does not reach them; they are stored as JSON.
+        for key, value in (self.model_extra or {}).items():
+            if not _finite(value):
+                raise ValueError(f"{key}: Infinity and NaN cannot be stored; send a finite number or null")
+        return self
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    return True
 
 
 _KNOWN = frozenset({"disk", "memory", "clock", "cache"})

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from common.identity import Name, RunnerIdentity
 from common.readings import Reading
+from common.timeutil import EventTime
 
 
 class AgentReport(BaseModel):
@@ -22,7 +23,7 @@ class AgentReport(BaseModel):
     # Bounded to fit the columns they are stored in (BIGINT, INTEGER); seq to 2**53 - 1, the largest
     # integer a JSON reader that parses numbers as doubles (and a JSON schema's maximum) holds exactly.
     seq: int = Field(ge=0, le=2**53 - 1)
-    observed_at: AwareDatetime
+    observed_at: EventTime
     runner: RunnerIdentity
     readings: list[Reading] = Field(default_factory=list, max_length=32)
     dropped: int = Field(default=0, ge=0, le=2**31 - 1)

@@ -6,7 +6,8 @@ Example::
      "duration_s": 1.2, "job_id": "job-17", "run_id": "run-9", "attempt": 1, "message": "...",
      "runner": {"id": "linux-03", "machine": "linux-vm-03", "pool": "linux", "shard": "3"}}
 
-Only `test_id`, `outcome`, `time` and `runner.id` are required; `time` is RFC 3339 or epoch seconds.
+Only `test_id`, `outcome`, `time` and `runner.id` are required; `time` is RFC 3339 or epoch seconds,
+from 2000-01-01 to five minutes ahead of the controller's clock (`common.timeutil.EventTime`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import re
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from common.identity import RunnerIdentity
+from common.timeutil import EventTime
 
 MAX_MESSAGE_CHARS = 4000
 
@@ -36,11 +38,12 @@ class TestResult(BaseModel):
     """One execution of one test on one runner."""
 
     __test__ = False  # not a pytest test class
-    model_config = ConfigDict(extra="ignore")
+    # Infinity and NaN (and 1e400, which parses as Infinity) are refused, not stored as null or inf.
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     test_id: str = Field(min_length=1, max_length=2000)
     outcome: Outcome
-    time: AwareDatetime
+    time: EventTime
     duration_s: float | None = Field(default=None, ge=0)
     job_id: str | None = Field(default=None, max_length=500)
     run_id: str | None = Field(default=None, max_length=500)

@@ -1,12 +1,30 @@
 """Event times on the wire and in the store.
 
 Times travel as RFC 3339 (or epoch seconds on input) and are stored as integer epoch milliseconds,
-which sort, compare and bin cheaply on both SQLite and PostgreSQL.
+which sort, compare and bin cheaply on both SQLite and PostgreSQL. `EventTime` is the one place an
+incoming time is judged: every record a sender can store (results, JUnit, reports, webhook jobs)
+carries one, so a time the store cannot hold or the analysis must not see is refused at the edge.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator
+
+# Nothing this tool judges ran before 2000; older times are a zeroed or unset clock (0001-01-01, the
+# epoch), and the oldest of them do not even survive conversion to UTC (year 0).
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# How far ahead of the controller's clock a time may be: room for senders' clocks a little ahead,
+# not for a date that would move the analysis' `as_of` and hide every verdict behind it.
+MAX_AHEAD_S = 300.0
+# Epoch seconds at or above this (year 2286) would be read by pydantic as milliseconds: a guess we
+# refuse to make, since every time it would accept from there is refused by MAX_AHEAD_S anyway.
+_MILLISECONDS_FROM = 10_000_000_000
+_NUMBER = re.compile(r"\s*[+-]?\d+(?:\.\d*)?\s*")
 
 
 def to_ms(value: datetime) -> int:
@@ -23,3 +41,38 @@ def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
     return from_ms(ms).isoformat().replace("+00:00", "Z")
+
+
+def latest_accepted_ms(now_s: float | None = None) -> int:
+    """The newest event time the controller accepts, and so the latest `as_of` an analysis may take."""
+    return round(((time.time() if now_s is None else now_s) + MAX_AHEAD_S) * 1000)
+
+
+def seconds_not_milliseconds(value: object) -> object:
+    """Refuse an epoch number that is plainly milliseconds, instead of reading it as such silently."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (numeric or (isinstance(value, str) and _NUMBER.fullmatch(value))):
+        return value
+    number = float(value)  # type: ignore[arg-type]
+    if abs(number) >= _MILLISECONDS_FROM:
+        raise ValueError(
+            f"{value} looks like epoch milliseconds; send epoch seconds ({number / 1000:.0f}) or RFC 3339"
+        )
+    return value
+
+
+def within_bounds(value: datetime) -> datetime:
+    # Compared before any arithmetic: converting year 1 (or 9999) with its offset overflows.
+    if value < EARLIEST:
+        raise ValueError(f"{value.isoformat()} is before 2000-01-01T00:00:00Z, the earliest time accepted")
+    ahead = value.timestamp() - time.time()
+    if ahead > MAX_AHEAD_S:
+        raise ValueError(
+            f"{value.isoformat()} is {ahead:.0f} s ahead of the controller's clock (at most "
+            f"{MAX_AHEAD_S:.0f} s accepted): check the sender's clock, and that the time carries its UTC offset"
+        )
+    return value
+
+
+# An event time a sender may store: RFC 3339 with an offset, or epoch seconds, in [EARLIEST, now + 5 min].
+EventTime = Annotated[AwareDatetime, BeforeValidator(seconds_not_milliseconds), AfterValidator(within_bounds)]

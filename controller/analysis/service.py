@@ -24,6 +24,7 @@ import numpy as np
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Connection, Engine
 
+from common.timeutil import latest_accepted_ms
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse
 from controller.analysis.frame import Frame
@@ -144,7 +145,12 @@ class AnalysisService:
         started = time.perf_counter()
         with self.engine.connect() as conn:
             self.frame.load(conn)
-        analysis = analyse(self.frame, config=self.config)
+        # Never later than the newest time ingest accepts (now + a few minutes): rows stored before
+        # times were bounded, dated in the year 9999, would otherwise move `as_of` there and leave
+        # every window empty. Rows after `as_of` wait until their time comes.
+        newest = int(self.frame.time_ms.max()) if self.frame.size else None
+        as_of = None if newest is None else min(newest, latest_accepted_ms())
+        analysis = analyse(self.frame, as_of_ms=as_of, config=self.config)
         if analysis.as_of_ms:
             # Rows before the horizon never count again: keep memory bounded by the window.
             window = horizon(analysis.as_of_ms, self.config)

@@ -107,6 +107,12 @@ def parse_junit(
         reason = str(err).rsplit(": line ", 1)[0]
         # expat counts columns from 0; editors and humans count from 1.
         raise JUnitError(f"XML is not well-formed: line {line}, column {column + 1}: {reason}") from err
+    except JUnitError:
+        raise
+    except (LookupError, ValueError) as err:
+        # expat cannot decode what the declaration names (UTF-7, UTF-32, Shift-JIS) or does not know it:
+        # LookupError "unknown encoding", ValueError "multi-byte encodings are not supported".
+        raise JUnitError(f"the XML declaration's encoding cannot be read ({err}): send UTF-8") from err
     return collector.cases
 
 
@@ -270,7 +276,14 @@ def _parse_timestamp(raw: str | None) -> datetime | None:
         value = datetime.fromisoformat(raw.strip())
     except ValueError:
         return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # Year 1 with a positive offset is year 0 in UTC: returned as written, for the record's time
+        # bounds (common.timeutil.EventTime) to refuse with the field named.
+        return value
 
 
 def _clip(text: str | None) -> str | None:
