@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from common.identity import RunnerIdentity
+from common.identity import StoredIdentity
 
 
 class _Response(BaseModel):
@@ -49,7 +49,7 @@ class Health(_Response):
 
 
 class RunnerView(_Response):
-    identity: RunnerIdentity
+    identity: StoredIdentity
     first_seen: str | None = None
     last_seen: str | None = None
     last_report_at: str | None = None

@@ -10,7 +10,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection, Row
 
 from common.api import Health, RunnerList, RunnerView
-from common.identity import RunnerIdentity
+from common.identity import StoredIdentity
 from common.timeutil import iso
 from controller.api.auth import READ_ROLES, require
 from controller.api.errors import ApiError
@@ -21,8 +21,8 @@ from controller.tokens import Principal
 router = APIRouter(prefix="/v1/runners", tags=["runners"])
 
 
-def identity_of(row: Row[Any]) -> RunnerIdentity:
-    return RunnerIdentity(
+def identity_of(row: Row[Any]) -> StoredIdentity:
+    return StoredIdentity(
         id=row.id,
         name=row.name,
         machine=row.machine,
