@@ -71,8 +71,12 @@ def body_size(request: Request) -> int:
     return int(declared) if declared.isdigit() else 0
 
 
-def too_large(limit: int) -> HTTPException:
-    return HTTPException(
+class TooLarge(HTTPException):
+    """Our 413, which names the limit that applied; told apart from Starlette's limiter's bare one."""
+
+
+def too_large(limit: int) -> TooLarge:
+    return TooLarge(
         status.HTTP_413_CONTENT_TOO_LARGE,
         detail=f"request body exceeds the limit of {limit} bytes; split it into smaller batches",
     )

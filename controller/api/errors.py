@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.requests import ClientDisconnect
 
-from controller.api.body import too_large
+from controller.api.body import TooLarge, too_large
 from controller.db.failures import classify
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail
-        if exc.status_code == 413 and MAX_BODY_SIZE_SCOPE_KEY in request.scope:
+        if (
+            exc.status_code == 413
+            and MAX_BODY_SIZE_SCOPE_KEY in request.scope
+            and not isinstance(exc, TooLarge)
+        ):
             # Starlette's body limiter says only "Content Too Large": name the limit, as read_bounded does.
+            # Not over our own 413, which already names the route's limit (1 MiB for webhooks).
             detail = too_large(request.scope[MAX_BODY_SIZE_SCOPE_KEY]).detail
         return JSONResponse(
             {"detail": detail, "errors": []}, status_code=exc.status_code, headers=exc.headers

@@ -18,14 +18,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
+from common.results import TestResult
 from controller.api.auth import INGEST_ROLES, require
-from controller.api.body import read_bounded
-from controller.api.errors import ApiError
+from controller.api.body import read_bounded, refuse_nul
+from controller.api.errors import ApiError, describe_loc
 from controller.ingest import jobs
 from controller.ingest.service import Ingest
 from controller.metrics import Metrics
-from controller.providers.base import PayloadInvalid, WebhookReceiver, WebhookRejected
+from controller.providers.base import JobEvent, PayloadInvalid, WebhookReceiver, WebhookRejected
 from controller.providers.buildbot import BuildbotProvider
 from controller.remediation.loop import Remediator
 from controller.tokens import Principal
@@ -90,16 +92,13 @@ async def provider_webhook(provider: str, request: Request) -> JSONResponse:
         metrics.webhook_deliveries.labels(provider, "rejected").inc()
         log.warning("rejected a %s webhook delivery: %s", provider, error)
         raise ApiError(401, f"{provider} webhook: {error}") from error
-    try:
-        events = receiver.job_events(headers, body)
-    except PayloadInvalid as error:
-        raise ApiError(422, f"{provider} webhook: {error}") from error
-    if events is None:
+    parsed = _parse(receiver, provider, headers, body)
+    if parsed is None:
         metrics.webhook_deliveries.labels(provider, "ignored").inc()
         return JSONResponse({"ignored": True}, status_code=202)
+    events, records = parsed
     delivery = receiver.delivery_id(headers, body)
     ingest: Ingest = request.app.state.ingest
-    records = jobs.results_of(provider, events)
     event_name = ",".join(sorted({e.state for e in events}))
     stored = await run_in_threadpool(ingest.delivery, provider, delivery, event_name, records)
     if stored is None:
@@ -116,3 +115,39 @@ async def provider_webhook(provider: str, request: Request) -> JSONResponse:
     return JSONResponse(
         {"delivery": delivery, "duplicate": False, "results": stored.new, "reruns_settled": settled}
     )
+
+
+def _parse(
+    receiver: WebhookReceiver, provider: str, headers: dict[str, str], body: bytes
+) -> tuple[list[JobEvent], list[TestResult]] | None:
+    """A verified delivery's job events and the results they store, held to the bounds of the public
+    models (common/): whatever an authentic body holds that they refuse is a 422 naming it, here for
+    every provider, rather than a 500 from wherever it first breaks."""
+    try:
+        events = receiver.job_events(headers, body)
+        if events is None:
+            return None
+        records = jobs.results_of(provider, events)
+    except PayloadInvalid as error:
+        raise ApiError(422, f"{provider} webhook: {error}") from error
+    except ValidationError as error:
+        # A runner's name or id over the bounds of common.identity, met while the provider built it.
+        first = error.errors()[0]
+        what = _MODEL_NAMES.get(error.title, error.title)
+        raise ApiError(
+            422, f"{provider} webhook: {what}: {describe_loc(first['loc'])}: {first['msg']}"
+        ) from error
+    except RecursionError as error:
+        raise ApiError(422, f"{provider} webhook: the body nests too deeply to be a delivery") from error
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        # A field of an unexpected type the provider's parser did not anticipate (Buildkite's
+        # retries_count "x"): the body is authentic but not one the provider sends.
+        log.warning("%s webhook: unexpected body: %s: %s", provider, type(error).__name__, error)
+        raise ApiError(
+            422, f"{provider} webhook: not a body {provider} sends: {type(error).__name__}: {error}"
+        ) from error
+    refuse_nul(body, records, "job result")
+    return events, records
+
+
+_MODEL_NAMES = {"RunnerIdentity": "runner", "TestResult": "job result"}

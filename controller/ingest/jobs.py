@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from common.results import Outcome, TestResult
-from controller.providers.base import JobEvent
+from controller.providers.base import JobEvent, PayloadInvalid
 
 JOB_TEST_PREFIX = "job:"
 _OUTCOMES = {"passed": Outcome.passed, "failed": Outcome.failed}
@@ -27,16 +29,30 @@ def results_of(provider: str, events: Iterable[JobEvent]) -> list[TestResult]:
         runner = (
             event.runner if event.runner.provider else event.runner.model_copy(update={"provider": provider})
         )
-        results.append(
-            TestResult(
-                test_id=JOB_TEST_PREFIX + event.name,
-                outcome=_OUTCOMES[event.state],
-                time=event.time,
-                job_id=event.job.id,
-                run_id=event.job.run_id,
-                attempt=event.attempt,
-                message=f"{provider} job {event.job.id} {event.state}",
-                runner=runner,
+        try:
+            results.append(
+                TestResult(
+                    test_id=JOB_TEST_PREFIX + event.name,
+                    outcome=_OUTCOMES[event.state],
+                    time=event.time,
+                    job_id=event.job.id,
+                    run_id=event.job.run_id,
+                    attempt=event.attempt,
+                    message=f"{provider} job {event.job.id} {event.state}",
+                    runner=runner,
+                )
             )
-        )
+        except ValidationError as error:
+            # The same bounds as a result posted by hand, named as the provider's job has them.
+            first = error.errors()[0]
+            field = _JOB_FIELDS.get(str(first["loc"][0]), ".".join(str(part) for part in first["loc"]))
+            raise PayloadInvalid(f"job {event.job.id[:200]!r}: {field}: {first['msg']}") from error
     return results
+
+
+# What each field of the job's result record is called on the job.
+_JOB_FIELDS = {
+    "test_id": "name (stored as test_id 'job:<name>', at most 2000 characters)",
+    "job_id": "job id (with its repository or project)",
+    "run_id": "run id (with its repository or project)",
+}
