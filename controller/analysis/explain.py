@@ -24,11 +24,14 @@ def explain_runner(
     if code is None:
         return None
     rows = frame.cols["runner"] == code
-    machine = frame.name("machine", int(np.bincount(frame.cols["machine"][rows]).argmax()))
+    ran = bool(rows.any())
+    # A runner known only from its agent's readings has run no job here: no machine, pool or peers to
+    # set it against yet (its most frequent machine and pool are undefined, not an error).
+    machine = frame.name("machine", int(np.bincount(frame.cols["machine"][rows]).argmax())) if ran else None
     image_codes = np.unique(frame.cols["image"][rows])
     images = {frame.name("image", int(c)) for c in image_codes if c >= 0}
-    pool_code = int(np.bincount(frame.cols["pool"][rows]).argmax())
-    pool = frame.name("pool", pool_code)
+    pool_code = int(np.bincount(frame.cols["pool"][rows]).argmax()) if ran else -1
+    pool = frame.name("pool", pool_code) if ran else None
     related = [
         i
         for i in analysis.incidents
@@ -49,7 +52,7 @@ def explain_runner(
         end = analysis.as_of_ms + 1
         start = end - DAY_MS
     span = window(frame, start, end)
-    peers = span & (frame.cols["pool"] == pool_code)
+    peers = span & (frame.cols["pool"] == pool_code) if ran else np.zeros_like(span)
     return {
         "runner": runner_id,
         "machine": machine,
@@ -65,7 +68,9 @@ def explain_runner(
             "image": pivot(frame, peers, "image"),
             "shard": pivot(frame, peers, "shard"),
         },
-        "what_would_flip": _flip(focus, health, config) + [_burst_note(b, config) for b in bursts],
+        "what_would_flip": _flip(focus, health, config)
+        + [_burst_note(b, config) for b in bursts]
+        + ([] if ran else ["no results from this runner yet: its jobs' results are what it is judged by"]),
         "as_of": iso(analysis.as_of_ms),
     }
 

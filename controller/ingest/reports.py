@@ -33,6 +33,7 @@ class ReportOutcome:
 
 def store_reports(conn: Connection, batch: Sequence[AgentReport], now_ms: int) -> ReportOutcome:
     outcome = ReportOutcome()
+    _refuse_clash_within(batch)
     keys = {(r.agent_id, r.boot_id, r.seq) for r in batch}
     existing = _existing(conn, keys)
     clash = next(
@@ -78,6 +79,21 @@ def store_reports(conn: Connection, batch: Sequence[AgentReport], now_ms: int) -
         serialise_appends(conn, tables.readings)
         conn.execute(tables.readings.insert(), readings)
     return outcome
+
+
+def _refuse_clash_within(batch: Sequence[AgentReport]) -> None:
+    """The same key for two runners in one batch is the clash `KeyConflict` describes, not a resend:
+    taking the first and counting the second a duplicate would void that runner's readings silently."""
+    first: dict[tuple[str, str, int], str] = {}
+    for report in batch:
+        key = (report.agent_id, report.boot_id, report.seq)
+        runner = first.setdefault(key, report.runner.id)
+        if runner != report.runner.id:
+            raise KeyConflict(
+                f"report (agent_id '{report.agent_id}', boot_id '{report.boot_id}', seq {report.seq}) "
+                f"appears in this batch for runner '{runner}' and for runner '{report.runner.id}': "
+                "give each runner's agent its own agent_id"
+            )
 
 
 def _existing(conn: Connection, keys: set[tuple[str, str, int]]) -> dict[tuple[str, str, int], str]:
