@@ -20,6 +20,7 @@ import h11
 from fastapi import FastAPI
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from controller.access_log import redact_access_log
 from controller.settings import ControllerSettings
 
 LINGER_S = 2.0
@@ -117,10 +118,13 @@ def protocol_for(settings: ControllerSettings) -> type[DeadlineH11Protocol]:
 def serve(app: FastAPI, settings: ControllerSettings) -> None:
     import uvicorn
 
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
         http=protocol_for(settings),
     )
+    # After the Config: creating it configures uvicorn's loggers.
+    redact_access_log()
+    uvicorn.Server(config).run()
