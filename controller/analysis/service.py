@@ -318,6 +318,12 @@ class AnalysisService:
     def status(self) -> dict[str, Any]:
         return {
             "as_of": self.latest.as_of_ms,
+            # Counts only: what `runnerctl import` prints with an ingest token, which may not read
+            # the incidents themselves.
+            "incidents": {
+                state: sum(1 for i in self.latest.incidents if i["state"] == state)
+                for state in ("sick", "suspect", "resolved")
+            },
             "results": self.frame.size,
             "readings": int(self.frame.r_time_ms.size),
             "last_run_at": self.last_run_at,

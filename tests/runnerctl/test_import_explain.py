@@ -33,13 +33,26 @@ def imported(tmp_path_factory: pytest.TempPathFactory, story: Fleet) -> Iterator
         yield controller, history
 
 
-def ctl(controller: Controller, *args: str, state: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"RUNNERCTL_SERVER": controller.url, "RUNNERCTL_TOKEN": controller.admin_token}
+def ctl(
+    controller: Controller, *args: str, state: Path | None = None, token: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {
+        "RUNNERCTL_SERVER": controller.url,
+        "RUNNERCTL_TOKEN": token or controller.admin_token,
+    }
     if state is not None:
         env["XDG_STATE_HOME"] = str(state)
     return subprocess.run(
         runnerctl_cmd(*args), capture_output=True, text=True, cwd=REPO, env=env, timeout=600
     )
+
+
+def test_an_ingest_token_imports_and_waits(imported: tuple[Controller, Path], tmp_path: Path) -> None:
+    """The token a CI job holds: it may not read incidents, and the import used to end in a 403 there."""
+    controller, history = imported
+    done = ctl(controller, "import", str(history), state=tmp_path, token=controller.token("ingest"))
+    assert done.returncode == 0, done.stderr
+    assert "1 incidents (1 sick, 0 suspect)" in done.stdout
 
 
 def test_incidents_name_the_sick_runner(imported: tuple[Controller, Path]) -> None:
