@@ -1,4 +1,4 @@
-"""`runner-controller serve | migrate | token create`."""
+"""`runner-controller serve | migrate | token create | token list | token revoke`."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError
 
 from common.auth import Role
+from common.timeutil import iso
 from controller.db.engine import default_url, make_engine, normalise_url
 from controller.db.schema import SchemaMismatch, ensure_current, migrate, state
 from controller.settings import ControllerSettings
-from controller.tokens import create_token
+from controller.tokens import create_token, list_tokens, revoke_token
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The runnerctl controller service.")
 token_app = typer.Typer(no_args_is_help=True, help="Manage API tokens.")
@@ -102,9 +103,71 @@ def token_create(
         str | None, typer.Option("--runner", help="runner id (required for agent tokens)")
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="a note saying whose token this is")] = None,
+    expires_in: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-in", help="stop working after this long: 90d, 12h, 30m or 3600s (default: never)"
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Create a token and print it once, alone on stdout. Only its hash is stored."""
+    lifetime_s = _duration_s(expires_in) if expires_in is not None else None
+    engine, url = _current_engine(db)
+    now_ms = int(time.time() * 1000)
+    expires_ms = None if lifetime_s is None else now_ms + round(lifetime_s * 1000)
+    try:
+        with _reachable(db, url), engine.begin() as conn:
+            token = create_token(conn, role, name or f"{role.value}-token", runner, now_ms, expires_ms)
+    except ValueError as error:
+        _fail(str(error))
+    sys.stdout.write(token + "\n")
+
+
+@token_app.command("list")
+def token_list(db: DbOption = None) -> None:
+    """List the tokens: id, name, role, runner, when created and when they expire, and their state.
+    Never the tokens themselves: only their hashes are stored."""
+    engine, url = _current_engine(db)
+    with _reachable(db, url), engine.connect() as conn:
+        tokens = list_tokens(conn)
+    if not tokens:
+        typer.echo("No resources found", err=True)
+        return
+    now_ms = int(time.time() * 1000)
+    rows = [
+        (
+            str(t.id),
+            t.name,
+            t.role,
+            t.runner_id or "-",
+            iso(t.created_ms) or "-",
+            iso(t.expires_ms) or "never",
+            t.state(now_ms),
+        )
+        for t in tokens
+    ]
+    header = ("ID", "NAME", "ROLE", "RUNNER", "CREATED", "EXPIRES", "STATE")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        typer.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[int, typer.Argument(metavar="ID", help="the token's id, as `token list` shows it")],
+    db: DbOption = None,
+) -> None:
+    """Revoke a token: every request carrying it is refused (401) from now on, on every replica."""
+    engine, url = _current_engine(db)
+    with _reachable(db, url), engine.begin() as conn:
+        revoked = revoke_token(conn, token_id, int(time.time() * 1000))
+    if revoked is None:
+        _fail(f"no token with id {token_id}: see `runner-controller token list`")
+    typer.echo(f"token/{token_id} revoked" if revoked else f"token/{token_id} already revoked")
+
+
+def _current_engine(db: str | None) -> tuple[Engine, str]:
     url = _url(db)
     engine = make_engine(url)
     try:
@@ -112,12 +175,24 @@ def token_create(
             ensure_current(engine, _shown(db, url))
     except SchemaMismatch as error:
         _fail(str(error))
-    try:
-        with _reachable(db, url), engine.begin() as conn:
-            token = create_token(conn, role, name or f"{role.value}-token", runner, int(time.time() * 1000))
-    except ValueError as error:
-        _fail(str(error))
-    sys.stdout.write(token + "\n")
+    return engine, url
+
+
+_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# The same ceiling as a cordon's expiry: a time the controller can store and print.
+_MAX_LIFETIME_S = 10 * 365 * 86400
+
+
+def _duration_s(text: str) -> float:
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in _UNITS_S or not number.isdigit() or int(number) == 0:
+        raise typer.BadParameter(
+            f"{text!r}: give a whole number of s, m, h or d, e.g. 90d", param_hint="--expires-in"
+        )
+    seconds = int(number) * _UNITS_S[unit]
+    if seconds > _MAX_LIFETIME_S:
+        raise typer.BadParameter(f"{text!r}: at most 3650d", param_hint="--expires-in")
+    return float(seconds)
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_ms", BigInteger, nullable=False),
     Column("revoked_ms", BigInteger),
+    Column("expires_ms", BigInteger),  # 0008; None: never
 )
 
 runners = Table(
