@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, AwareDatetime, BeforeValidator
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
 
 # Nothing this tool judges ran before 2000; older times are a zeroed or unset clock (0001-01-01, the
 # epoch), and the oldest of them do not even survive conversion to UTC (year 0).
@@ -75,4 +75,11 @@ def within_bounds(value: datetime) -> datetime:
 
 
 # An event time a sender may store: RFC 3339 with an offset, or epoch seconds, in [EARLIEST, now + 5 min].
-EventTime = Annotated[AwareDatetime, BeforeValidator(seconds_not_milliseconds), AfterValidator(within_bounds)]
+EventTime = Annotated[
+    AwareDatetime,
+    BeforeValidator(seconds_not_milliseconds),
+    AfterValidator(within_bounds),
+    Field(
+        description="RFC 3339 or epoch seconds, from 2000-01-01T00:00:00Z to 5 minutes ahead of the controller's clock"
+    ),
+]
