@@ -7,7 +7,7 @@ Example::
      "runner": {"id": "linux-03", "machine": "linux-vm-03", "pool": "linux", "shard": "3"}}
 
 Only `test_id`, `outcome`, `time` and `runner.id` are required; `time` is RFC 3339 or epoch seconds,
-from 2000-01-01 to five minutes ahead of the controller's clock (`common.timeutil.EventTime`).
+from 2000-01-01 to one day ahead of the controller's clock (`common.timeutil.EventTime`).
 """
 
 from __future__ import annotations

@@ -18,9 +18,11 @@ from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
 # Nothing this tool judges ran before 2000; older times are a zeroed or unset clock (0001-01-01, the
 # epoch), and the oldest of them do not even survive conversion to UTC (year 0).
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
-# How far ahead of the controller's clock a time may be: room for senders' clocks a little ahead,
-# not for a date that would move the analysis' `as_of` and hide every verdict behind it.
-MAX_AHEAD_S = 300.0
+# How far ahead of the controller's clock a time may be. A runner whose clock runs ahead is one of the
+# things this tool exists to find, so its results and readings must still arrive: a day's room for
+# them, none for a date no clock could hold. (Nor do their times move the analysis' `as_of`: see
+# controller.analysis.engine.latest_shared_ms and the service's clock lead.)
+MAX_AHEAD_S = 86_400.0
 # Epoch seconds at or above this (year 2286) would be read by pydantic as milliseconds: a guess we
 # refuse to make, since every time it would accept from there is refused by MAX_AHEAD_S anyway.
 _MILLISECONDS_FROM = 10_000_000_000
@@ -41,11 +43,6 @@ def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
     return from_ms(ms).isoformat().replace("+00:00", "Z")
-
-
-def latest_accepted_ms(now_s: float | None = None) -> int:
-    """The newest event time the controller accepts, and so the latest `as_of` an analysis may take."""
-    return round(((time.time() if now_s is None else now_s) + MAX_AHEAD_S) * 1000)
 
 
 def seconds_not_milliseconds(value: object) -> object:
@@ -74,12 +71,12 @@ def within_bounds(value: datetime) -> datetime:
     return value
 
 
-# An event time a sender may store: RFC 3339 with an offset, or epoch seconds, in [EARLIEST, now + 5 min].
+# An event time a sender may store: RFC 3339 with an offset, or epoch seconds, in [EARLIEST, now + 1 day].
 EventTime = Annotated[
     AwareDatetime,
     BeforeValidator(seconds_not_milliseconds),
     AfterValidator(within_bounds),
     Field(
-        description="RFC 3339 or epoch seconds, from 2000-01-01T00:00:00Z to 5 minutes ahead of the controller's clock"
+        description="RFC 3339 or epoch seconds, from 2000-01-01T00:00:00Z to one day ahead of the controller's clock"
     ),
 ]

@@ -54,11 +54,29 @@ class Analysis:
         return {t["test_id"]: t for t in self.tests}
 
 
+# How far one runner's newest result may run ahead of every other runner's and still set `as_of`.
+LONE_LEAD_MS = 3_600_000
+
+
+def latest_shared_ms(frame: Frame) -> int:
+    """The analysis' `as_of`: the newest result time, unless one runner alone runs more than an hour ahead
+    of all the others (a clock far ahead, or a record dated wrong); then the newest of the others. One
+    runner must not move `as_of`: every window hangs from it, and a day's jump would empty them."""
+    runner = frame.cols["runner"]
+    latest = np.full(int(runner.max()) + 1, -1, dtype=np.int64)  # event times are all after 2000
+    np.maximum.at(latest, runner, frame.time_ms)
+    present = latest[latest >= 0]
+    if present.size < 2:
+        return int(present.max())
+    runner_up, newest = (int(t) for t in np.partition(present, -2)[-2:])
+    return newest if newest - runner_up <= LONE_LEAD_MS else runner_up
+
+
 def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | None = None) -> Analysis:
     config = config or AnalysisConfig()
     if frame.size == 0:
         return Analysis(as_of_ms=as_of_ms or 0)
-    as_of = int(frame.time_ms.max()) if as_of_ms is None else as_of_ms
+    as_of = latest_shared_ms(frame) if as_of_ms is None else as_of_ms
     window = horizon(as_of, config)
     frame = frame.since(window.results_from_ms, window.readings_from_ms).canonical()
     if frame.size == 0:

@@ -24,9 +24,8 @@ import numpy as np
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Connection, Engine
 
-from common.timeutil import latest_accepted_ms
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.engine import Analysis, analyse
+from controller.analysis.engine import Analysis, analyse, latest_shared_ms
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
 from controller.analysis.screen import Batch, Model, NewReadings, Screen, build_model, screen
@@ -36,6 +35,8 @@ from controller.metrics import Metrics
 from controller.periodic import Periodic
 
 log = logging.getLogger(__name__)
+# How far `as_of` may run past the controller's clock: senders' clocks a little ahead, no more.
+CLOCK_LEAD_MS = 300_000
 
 
 def stored_ids(conn: Connection) -> tuple[int, int]:
@@ -145,11 +146,11 @@ class AnalysisService:
         started = time.perf_counter()
         with self.engine.connect() as conn:
             self.frame.load(conn)
-        # Never later than the newest time ingest accepts (now + a few minutes): rows stored before
-        # times were bounded, dated in the year 9999, would otherwise move `as_of` there and leave
-        # every window empty. Rows after `as_of` wait until their time comes.
-        newest = int(self.frame.time_ms.max()) if self.frame.size else None
-        as_of = None if newest is None else min(newest, latest_accepted_ms())
+        # Never past the controller's clock by more than a few minutes: runners whose clocks run ahead,
+        # or rows stored before times were bounded (the year 9999), would otherwise drag `as_of` along
+        # and empty every window. Rows after `as_of` wait until their time comes.
+        latest = round(time.time() * 1000) + CLOCK_LEAD_MS
+        as_of = min(latest_shared_ms(self.frame), latest) if self.frame.size else None
         analysis = analyse(self.frame, as_of_ms=as_of, config=self.config)
         if analysis.as_of_ms:
             # Rows before the horizon never count again: keep memory bounded by the window.

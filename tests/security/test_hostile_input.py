@@ -12,6 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -393,8 +394,9 @@ def test_refused_with_the_field_named_and_nothing_stored(
 
 
 def test_times_within_bounds_are_taken(hostile: Controller) -> None:
-    """The bounds are not so tight that a sender's clock a little ahead, or epoch seconds, are refused."""
-    ahead = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 120))
+    """The bounds are not so tight that a runner's clock hours ahead (a sickness to find, not to refuse),
+    or epoch seconds, are refused."""
+    ahead = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3 * 3600))
     records = [
         result(test_id="t-ahead", time=ahead, runner={"id": "bounds"}),
         result(test_id="t-epoch", time=int(time.time()) - 3600, runner={"id": "bounds"}),
@@ -403,6 +405,24 @@ def test_times_within_bounds_are_taken(hostile: Controller) -> None:
     response = hostile.post("/v1/results", json=records)
     assert response.status_code == 200, response.text
     assert response.json()["new"] == 3
+
+
+def test_one_runner_far_ahead_does_not_move_as_of(hostile: Controller) -> None:
+    """Every window hangs from `as_of`: a runner whose clock runs hours ahead must not drag it along."""
+    now = time.time()
+
+    def at(seconds: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+    records = [
+        result(test_id="t-on-time", time=at(now - 60), runner={"id": "on-time-a"}),
+        result(test_id="t-on-time", time=at(now - 30), runner={"id": "on-time-b"}),
+        result(test_id="t-on-time", time=at(now + 5 * 3600), runner={"id": "clock-ahead"}),
+    ]
+    assert hostile.post("/v1/results", json=records).status_code == 200
+    assert hostile.post("/v1/analysis/run").status_code == 200
+    as_of = datetime.fromisoformat(hostile.get("/v1/analysis").json()["as_of"]).timestamp()
+    assert now - 60 <= as_of <= now + 3600, (as_of - now, "as_of followed the runner ahead")
 
 
 def test_explain_a_runner_with_readings_and_no_results(hostile: Controller) -> None:
