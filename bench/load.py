@@ -36,7 +36,9 @@ from tests.reliability.traffic import Client, Ledger, agent_report, stored
 from tests.servers import Controller, free_port, running_controller
 
 # The production default: an analysis pass every 10 s, not the tests' 0.5 s.
-ENV = {"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "10"}
+# The senders share one admin token, where a real fleet has a token per agent: lift the per-client
+# in-flight limit, which would otherwise refuse the 64 concurrent senders as one flooding client.
+ENV = {"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "10", "RUNNER_CONTROLLER_MAX_IN_FLIGHT_PER_CLIENT": "1000"}
 UPLOAD_BATCH = 500
 
 

@@ -16,6 +16,16 @@ class ControllerSettings(BaseSettings):
     port: int = 8080
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_results_per_request: int = Field(default=200_000, ge=1)
+    # Per-client limits (controller/api/limits.py): 429 with Retry-After past them.
+    max_in_flight_per_client: int = Field(
+        default=16, ge=1, description="requests one token may have in progress at once"
+    )
+    client_rate_per_s: dict[str, float] = Field(
+        default_factory=dict,
+        description='requests a second one token of a role may send on average, e.g. {"agent": 1}; '
+        "a role not listed has no rate limit",
+    )
+    client_burst: int = Field(default=60, ge=1, description="requests a rate-limited token may send at once")
     analysis_interval_s: float = Field(default=10.0, ge=0, description="0 disables the background loop")
     full_analysis_interval_s: float = Field(
         default=60.0,

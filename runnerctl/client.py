@@ -27,7 +27,8 @@ class Client:
         retry = Retry(
             total=retries,
             backoff_factor=0.5,
-            status_forcelist=(502, 503, 504),
+            # 429: this token is over its limits (controller/api/limits.py); Retry-After says when.
+            status_forcelist=(429, 502, 503, 504),
             allowed_methods=frozenset({"GET", "PUT", "DELETE", "POST"}),  # our POSTs are idempotent
             respect_retry_after_header=True,
             raise_on_status=False,

@@ -26,6 +26,7 @@ from controller.api import (
 )
 from controller.api.body import body_size
 from controller.api.gate import Gate
+from controller.api.limits import ClientLimits
 from controller.api.precision import PublishedJSONResponse
 from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
@@ -125,7 +126,10 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
 
     errors.install(app)
     description.install(app)
-    app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes)
+    limits = ClientLimits(
+        settings.max_in_flight_per_client, settings.client_rate_per_s, settings.client_burst
+    )
+    app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes, limits=limits)
     for module in (analysis, health, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
     pages.install(app)

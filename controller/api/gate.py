@@ -5,7 +5,8 @@ FastAPI parses a declared body before it runs any dependency, so without this ga
 could make the controller read and parse a body (and learn it was malformed) before hearing 401.
 Provider webhooks (POST /v1/webhooks/{provider}) are signed instead of carrying a token: the route
 checks the signature over the raw body, so the gate lets them through. Buildbot cannot sign; its push
-carries a token and is gated like any other call.
+carries a token and is gated like any other call. Once the token is known, its client's limits
+(controller/api/limits.py) decide whether the request is served now or answered 429.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from controller.api.auth import principal_of
 from controller.api.body import too_large
+from controller.api.limits import ClientLimits
 
 GATED_PREFIX = "/v1/"
 SIGNED_PREFIX = "/v1/webhooks/"
@@ -36,17 +38,19 @@ def gated(path: str) -> bool:
 
 
 class Gate:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, limits: ClientLimits) -> None:
         # Inside the gate, so that a declared size is refused here with our error shape; Starlette's
         # limiter raises a 413 HTTPException from receive(), which errors.py words like ours.
         self.app = RequestBodyLimitMiddleware(app, max_body_bytes)
         self.max_body_bytes = max_body_bytes
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        admitted: int | None = None
         try:
             declared = headers.get("content-length", "")
             if declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -59,6 +63,10 @@ class Gate:
                 engine = scope["app"].state.engine
                 principal = await run_in_threadpool(principal_of, engine, headers.get("authorization", ""))
                 scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
+                refusal = self.limits.admit(principal.token_id, principal.name, principal.role.value)
+                if refusal is not None:
+                    raise HTTPException(429, refusal.detail, {"Retry-After": str(refusal.retry_after_s)})
+                admitted = principal.token_id
         except HTTPException as refused:
             response = JSONResponse(
                 {"detail": refused.detail, "errors": []},
@@ -74,4 +82,10 @@ class Gate:
             response = await handler(Request(scope), failure)
             await response(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        if admitted is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.limits.release(admitted)
