@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -63,7 +64,7 @@ def test_a_rate_limited_role_gets_its_burst_then_waits_for_its_rate() -> None:
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
     env = {
         "RUNNER_CONTROLLER_MAX_IN_FLIGHT_PER_CLIENT": "2",
-        "RUNNER_CONTROLLER_CLIENT_RATE_PER_S": json.dumps({"agent": 0.2}),
+        "RUNNER_CONTROLLER_CLIENT_RATE_PER_S": json.dumps({"agent": 0.01}),  # one back every 100 s
         "RUNNER_CONTROLLER_CLIENT_BURST": "2",
     }
     with running_controller(tmp_path_factory.mktemp("limited"), env=env) as controller:
@@ -79,10 +80,11 @@ def test_a_client_flooding_with_connections_is_refused_and_others_are_served(lim
             sock = connect(limited)
             sock.sendall(head("POST", "/v1/results", flooder, "Content-Length: 1000") + b"[")
             held.append(sock)
+        # The held uploads reach the gate a moment after they were sent (later on a loaded machine).
+        deadline = time.monotonic() + 30
         refused = requests.get(f"{limited.url}/v1/runners", headers=_bearer(flooder), timeout=10)
-        for _ in range(20):  # the held uploads reach the gate a moment after they were sent
-            if refused.status_code == 429:
-                break
+        while refused.status_code != 429 and time.monotonic() < deadline:
+            time.sleep(0.1)
             refused = requests.get(f"{limited.url}/v1/runners", headers=_bearer(flooder), timeout=10)
         assert refused.status_code == 429, refused.text
         assert refused.headers["Retry-After"] == "1"
@@ -92,10 +94,11 @@ def test_a_client_flooding_with_connections_is_refused_and_others_are_served(lim
     finally:
         for sock in held:
             sock.close()
-    for _ in range(50):
+    deadline = time.monotonic() + 30
+    again = requests.get(f"{limited.url}/v1/runners", headers=_bearer(flooder), timeout=10)
+    while again.status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.1)
         again = requests.get(f"{limited.url}/v1/runners", headers=_bearer(flooder), timeout=10)
-        if again.status_code == 200:
-            break
     assert again.status_code == 200, "the flooder is served again once its requests are gone"
 
 
