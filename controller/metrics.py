@@ -130,6 +130,19 @@ class Metrics:
         self.latency = Histogram(
             "runnerctl_http_request_duration_seconds", "HTTP request latency by route", ["route"], registry=r
         )
+        self.in_progress = Gauge(
+            "runnerctl_http_requests_in_progress",
+            "Authenticated requests under /v1 admitted and not yet answered (controller/api/limits.py)",
+            registry=r,
+        )
+        self.client_limited = Counter(
+            "runnerctl_http_client_limited_total",
+            "Requests answered 429 because their token was over a per-client limit (in_flight, rate)",
+            ["limit"],
+            registry=r,
+        )
+        for limit in ("in_flight", "rate"):
+            self.client_limited.labels(limit)
         self.incidents = Gauge(
             "runnerctl_incidents",
             "Open incidents by kind, state and dimension",

@@ -129,7 +129,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
     limits = ClientLimits(
         settings.max_in_flight_per_client, settings.client_rate_per_s, settings.client_burst
     )
-    app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes, limits=limits)
+    app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes, limits=limits, metrics=metrics)
     for module in (analysis, health, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
     pages.install(app)

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from controller.api.auth import principal_of
 from controller.api.body import too_large
 from controller.api.limits import ClientLimits
+from controller.metrics import Metrics
 
 GATED_PREFIX = "/v1/"
 SIGNED_PREFIX = "/v1/webhooks/"
@@ -38,12 +39,13 @@ def gated(path: str) -> bool:
 
 
 class Gate:
-    def __init__(self, app: ASGIApp, max_body_bytes: int, limits: ClientLimits) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, limits: ClientLimits, metrics: Metrics) -> None:
         # Inside the gate, so that a declared size is refused here with our error shape; Starlette's
         # limiter raises a 413 HTTPException from receive(), which errors.py words like ours.
         self.app = RequestBodyLimitMiddleware(app, max_body_bytes)
         self.max_body_bytes = max_body_bytes
         self.limits = limits
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,6 +67,7 @@ class Gate:
                 scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
                 refusal = self.limits.admit(principal.token_id, principal.name, principal.role.value)
                 if refusal is not None:
+                    self.metrics.client_limited.labels(refusal.limit).inc()
                     raise HTTPException(429, refusal.detail, {"Retry-After": str(refusal.retry_after_s)})
                 admitted = principal.token_id
         except HTTPException as refused:
@@ -85,7 +88,9 @@ class Gate:
         if admitted is None:
             await self.app(scope, receive, send)
             return
+        self.metrics.in_progress.inc()
         try:
             await self.app(scope, receive, send)
         finally:
             self.limits.release(admitted)
+            self.metrics.in_progress.dec()

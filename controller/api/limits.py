@@ -29,6 +29,7 @@ class _Bucket:
 
 @dataclass(frozen=True)
 class Refusal:
+    limit: str  # in_flight | rate
     detail: str
     retry_after_s: int
 
@@ -55,6 +56,7 @@ class ClientLimits:
         held = self._in_flight.get(key, 0)
         if held >= self.max_in_flight:
             return Refusal(
+                "in_flight",
                 f"token '{name}' already has {held} requests in progress, the most one client may have "
                 "at once: wait for their answers before sending more",
                 1,
@@ -64,6 +66,7 @@ class ClientLimits:
             wait_s = self._take(key, rate)
             if wait_s > 0:
                 return Refusal(
+                    "rate",
                     f"token '{name}' sends more than {rate:g} requests a second, the most one {role} "
                     f"token may (bursts of {self.burst}): slow down",
                     max(1, math.ceil(wait_s)),

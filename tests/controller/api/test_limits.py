@@ -81,14 +81,14 @@ def test_a_client_flooding_with_connections_is_refused_and_others_are_served(lim
             sock.sendall(head("POST", "/v1/results", flooder, "Content-Length: 1000") + b"[")
             held.append(sock)
         # The held uploads reach the gate a moment after they were sent (later on a loaded machine).
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
+        while _metric(limited, "runnerctl_http_requests_in_progress") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         refused = _probe(limited, flooder)
-        while refused.status_code != 429 and time.monotonic() < deadline:
-            time.sleep(0.1)
-            refused = _probe(limited, flooder)
         assert refused.status_code == 429, refused.text
         assert refused.headers["Retry-After"] == "1"
         assert "already has 2 requests in progress" in refused.json()["detail"]
+        assert _metric(limited, 'runnerctl_http_client_limited_total{limit="in_flight"}') == 1
         other = _probe(limited, limited.admin_token)
         assert other.status_code == 200, "another client is served while the flooder waits"
     finally:
@@ -110,6 +110,11 @@ def test_an_agent_over_its_rate_is_told_when_to_come_back(limited: Controller) -
     assert limited.count("reports") == 2, "nothing is stored from a refused report"
     other = _report(limited, limited.token("agent", "linux-02"), "linux-02", 1)
     assert other.status_code == 200, "another agent has its own rate"
+
+
+def _metric(controller: Controller, series: str) -> float:
+    text = requests.get(f"{controller.url}/metrics", timeout=10).text
+    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(series + " "))
 
 
 def _probe(controller: Controller, token: str) -> requests.Response:
