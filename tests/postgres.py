@@ -62,10 +62,11 @@ class PostgresServer:
     bin: Path
     directory: Path
     port: int
+    data_dir: Path | None = None  # elsewhere than directory/data (then the WAL stays in directory/wal)
 
     @property
     def data(self) -> Path:
-        return self.directory / "data"
+        return self.data_dir or self.directory / "data"
 
     @property
     def log(self) -> Path:
@@ -132,9 +133,24 @@ class PostgresServer:
             time.sleep(0.2)
 
 
+def require_postgres() -> None:
+    """Skip when no server can be started here, unless RUNNERCTL_REQUIRE_ALL=1 makes that a failure."""
+    import pytest
+
+    problem = missing_reason()
+    if problem:
+        if os.environ.get("RUNNERCTL_REQUIRE_ALL") == "1":
+            pytest.fail(f"{problem} (RUNNERCTL_REQUIRE_ALL=1)", pytrace=False)
+        pytest.skip(problem)
+
+
 @contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
-    """Start a throwaway server on loopback (fsync off: the data dies with the test run)."""
+def running_postgres(data_dir: Path | None = None) -> Iterator[PostgresServer]:
+    """Start a throwaway server on loopback (fsync off: the data dies with the test run).
+
+    `data_dir`: an empty directory for the cluster's data (a small filesystem, say) instead of one beside
+    the log; the WAL (`initdb --waldir`) then stays in the server's own temporary directory, as on a
+    server whose pg_wal has its own volume. It must be writable by the user the server runs as."""
     bin_dir = postgres_bin()
     if bin_dir is None:
         raise RuntimeError(missing_reason() or "PostgreSQL not found")
@@ -144,9 +160,20 @@ def running_postgres() -> Iterator[PostgresServer]:
         shutil.chown(directory, "postgres", "postgres")
     initdb = [
         str(bin_dir / "initdb"),
-        *("-D", str(directory / "data"), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"),
+        *(
+            "-D",
+            str(data_dir or directory / "data"),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ),
+        *(("--waldir", str(directory / "wal")) if data_dir else ()),
     ]
-    server = PostgresServer(bin=bin_dir, directory=directory, port=0)
+    server = PostgresServer(bin=bin_dir, directory=directory, port=0, data_dir=data_dir)
     try:
         done = subprocess.run(_as_owner(initdb), capture_output=True, text=True, timeout=120)
         if done.returncode != 0:

@@ -20,6 +20,9 @@ from controller.db.failures import classify
 log = logging.getLogger(__name__)
 # How long a sender should wait before resending after a database failure; agents back off on their own.
 RETRY_AFTER_S = 5
+# After a full disk: space comes back by an operator's hand, not in seconds (agents cap their own backoff
+# at 60 s and keep their reports spooled meanwhile).
+DISK_FULL_RETRY_AFTER_S = 30
 
 
 class Error(BaseModel):
@@ -111,7 +114,11 @@ def install(app: FastAPI) -> None:
         log.warning("%s %s: %s", request.method, request.url.path, failure.message)
         if failure.disk_full:
             detail = f"{failure.message}: nothing was stored from this request; free space there, then resend"
-            return JSONResponse({"detail": detail, "errors": []}, status_code=507)
+            return JSONResponse(
+                {"detail": detail, "errors": []},
+                status_code=507,
+                headers={"Retry-After": str(DISK_FULL_RETRY_AFTER_S)},
+            )
         return JSONResponse(
             {"detail": f"{failure.message}: nothing was stored from this request; retry later", "errors": []},
             status_code=503,

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Table, case, func
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from controller.db import tables
 
@@ -44,10 +45,20 @@ def insert_ignore_rows(
         f"INSERT INTO {table.name} ({quoted}) VALUES ({', '.join([marker] * len(columns))}) "
         f"ON CONFLICT ({key}) DO NOTHING"
     )
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    driver = conn.connection.dbapi_connection
+    cursor = driver.cursor()  # type: ignore[union-attr]
     try:
         cursor.executemany(sql, rows)
         return int(cursor.rowcount)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        # The driver's own error, which SQLAlchemy wraps on every other path: wrap it the same way, so a
+        # full disk (PostgreSQL fails the INSERT itself) is a 507 and a lost server a 503, never a 500.
+        lost = conn.dialect.is_disconnect(exc, driver, cursor)
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(
+            sql, None, exc, conn.dialect.loaded_dbapi.Error, connection_invalidated=lost, dialect=conn.dialect
+        ) from exc
     finally:
         cursor.close()
 

@@ -46,6 +46,7 @@ def test_full_disk_refuses_clearly_and_recovers_without_restart(tmp_path: Path) 
             assert refusal is not None, "the full disk never refused a write"
             detail = refusal.json()["detail"]
             assert "disk is full" in detail and str(volume / "controller.db") in detail, detail
+            assert refusal.headers["Retry-After"] == "30"
             reports = client.post(
                 "/v1/reports",
                 reports_body([agent_report("disk-agent", "boot-1", s) for s in range(11, 200)]),
