@@ -1,0 +1,337 @@
+"""One adapter per simulator: its run directory's truth.json (and what it wrote beside it) -> eval.truth.Truth.
+
+heldout5 to heldout8 share one layout (heldout5's: `entities` with `accept`, `runners_meta`, `tests` by id),
+heldout4 its own (`spans`, `covers`, `tests` as a list), tests/sim (`sim:NAME`) its own `Truth.to_json()`
+plus the per-result causes and the history it wrote. Each adapter keeps the simulator's own weak rule.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eval.truth import Key, OutageTruth, RunnerInfo, SickEntity, TestTruth, Truth
+
+Json = dict[str, Any]
+
+
+def ts(value: object) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+def must_ts(value: object) -> float:
+    t = ts(value)
+    if t is None:
+        raise ValueError(f"missing time: {value!r}")
+    return t
+
+
+def _keys(pairs: list[list[str]]) -> frozenset[Key]:
+    return frozenset((k, e) for k, e in pairs)
+
+
+def _test_label(label: str) -> str:
+    return {"broken-fixed": "broken", "lowrate": "flaky"}.get(label, label)
+
+
+def _resource_ok(accept: frozenset[str], label: str, test: Json, resource: set[str]) -> frozenset[str]:
+    """A healthy test whose failures were mostly a disk or memory fault's may be called resource-sensitive."""
+    res = sum(n for cause, n in test.get("causes", {}).items() if cause in resource)
+    if label == "healthy" and res >= 3 and res * 2 >= test["failures"]:
+        return accept | {"resource-sensitive"}
+    return accept
+
+
+# ---------------------------------------------------------------- heldout5 .. heldout8
+
+
+def _related(kind: str, runners: set[str], meta: dict[str, Json], accept: frozenset[Key]) -> frozenset[Key]:
+    """Parents and children of a fault over `runners`: their runners, machines, pools and images."""
+    out: set[Key] = set()
+    for r in runners:
+        m = meta.get(r)
+        out.add(("runner", r))
+        if m is None:  # an ephemeral host: the runner id is the host
+            out.add(("machine", r))
+            continue
+        out.add(("machine", m["machine"]))
+        out.add(("pool", m["pool"]))
+        out.update(("image", i) for i in m.get("images", []))
+    return frozenset(out - accept)
+
+
+def heldout5_layout(run: Path, sim: str) -> Truth:
+    t = json.loads((run / "truth.json").read_text())
+    meta: dict[str, Json] = t["runners_meta"]
+    runners = {
+        r: RunnerInfo(m["machine"], m["pool"], frozenset(m.get("images", []))) for r, m in meta.items()
+    }
+    sick = []
+    herrings: dict[Key, str] = {}
+    for e in t["entities"]:
+        if not e["sick"]:
+            herrings[(e["kind"], e["entity"])] = e["sort"]
+            continue
+        accept = _keys(e["accept"])
+        covered = set(e["runners"])
+        sick.append(
+            SickEntity(
+                id=e["id"],
+                kind=e["kind"],
+                entity=e["entity"],
+                accept=accept,
+                dimensions=frozenset(e["dimensions"]),
+                accept_states=frozenset(e.get("accept_states") or [e["expected_state"]]),
+                spans=((must_ts(e["onset"]), ts(e["end"])),),
+                first_failure=ts(e["first_failure"]),
+                last_failure=ts(e["last_failure"]),
+                failures=e["failures"],
+                runners=frozenset(covered),
+                related=_related(e["kind"], covered, meta, accept),
+                weak=bool(e["weak"]) or not e["failures"],
+                gradual=bool(e.get("gradual")),
+                label=e["sort"],
+            )
+        )
+    resource = {e["id"] for e in t["entities"] if set(e["dimensions"]) & {"disk", "memory"}}
+    tests = {}
+    for tid, x in t["tests"].items():
+        label = _test_label(x["label"])
+        tests[tid] = TestTruth(
+            label=label,
+            accept=_resource_ok(frozenset(x["accept"]), label, x, resource),
+            runs=x["runs"],
+            failures=x["failures"],
+            own_failures=x["own_failures"],
+            weak=bool(x["weak"])
+            or (label == "flaky" and x["runs"] > 0 and x["own_failures"] / x["runs"] < 0.02),
+        )
+    outages = tuple(
+        OutageTruth(must_ts(o["start"]), must_ts(o["end"]), bool(o.get("weak")), bool(o.get("allowed")))
+        for o in t["outages"]
+    )
+    return Truth(
+        sim=sim,
+        seed=str(t.get("seed", run.name)),
+        start=must_ts(t["start"]),
+        end=must_ts(t["end"]),
+        sick=tuple(sick),
+        herrings=herrings,
+        tests=tests,
+        outages=outages,
+        runners=runners,
+        ephemeral_machines=frozenset(t.get("ephemeral_machines", [])),
+    )
+
+
+# ---------------------------------------------------------------- heldout4
+
+
+def heldout4_layout(run: Path, sim: str) -> Truth:
+    t = json.loads((run / "truth.json").read_text())
+    sick = []
+    herrings: dict[Key, str] = {}
+    for e in t["entities"]:
+        if not e["sick"]:
+            herrings[(e["kind"], e["entity"])] = e.get("note", e["role"])
+            continue
+        accept = _keys(e["accept"])
+        states = {e["expected_state"]}
+        dims = set(e["dimensions"])
+        if e["expected_state"] == "suspect":
+            dims.add("unknown")
+        elif "unknown" in dims:
+            states.add("suspect")  # fine readings: sick or suspect
+        related = frozenset((k, x) for k, names in e["covers"].items() for x in names) - accept
+        sick.append(
+            SickEntity(
+                id=e["id"],
+                kind=e["kind"],
+                entity=e["entity"],
+                accept=accept,
+                dimensions=frozenset(dims),
+                accept_states=frozenset(states),
+                spans=tuple((must_ts(a), ts(b)) for a, b in e["spans"]),
+                first_failure=ts(e["first_failure"]),
+                last_failure=ts(e["last_failure"]),
+                failures=e["failures"],
+                runners=frozenset(e.get("failing_runners", [])),
+                related=related,
+                weak=bool(e["weak"]),
+                gradual=len(e["spans"]) > 1 or "over" in e.get("note", ""),
+                label=e["id"],
+            )
+        )
+    resource = {e["id"] for e in t["entities"] if set(e["dimensions"]) & {"disk", "memory"}}
+    tests = {
+        x["test_id"]: TestTruth(
+            label=_test_label(x["label"]),
+            accept=_resource_ok(frozenset(x["accept"]), _test_label(x["label"]), x, resource),
+            runs=x["runs"],
+            failures=x["failures"],
+            own_failures=x["own_failures"],
+            weak=bool(x["weak"]),
+        )
+        for x in t["tests"]
+    }
+    outages = tuple(
+        OutageTruth(must_ts(o["start"]), must_ts(o["end"]), bool(o["weak"]), o["role"] == "allowed")
+        for o in t["outages"]
+        if o["role"] in ("outage", "allowed")
+    )
+    return Truth(
+        sim=sim,
+        seed=str(t["seed"]),
+        start=must_ts(t["start"]),
+        end=must_ts(t["end"]),
+        sick=tuple(sick),
+        herrings=herrings,
+        tests=tests,
+        outages=outages,
+    )
+
+
+# ---------------------------------------------------------------- tests/sim
+
+
+def _history(run: Path) -> Iterator[Json]:
+    path = run / "history.ndjson.gz"
+    with gzip.open(path, "rt") if path.exists() else (run / "history.ndjson").open() as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def sim_layout(run: Path, sim: str) -> Truth:
+    """tests/sim: truth.json is `Truth.to_json()`; causes.txt.gz the cause of each result in order."""
+    t = json.loads((run / "truth.json").read_text())
+    causes_path = run / "causes.txt.gz"
+    with gzip.open(causes_path, "rt") if causes_path.exists() else (run / "causes.txt").open() as fh:
+        causes = [line.rstrip("\n") for line in fh]
+    runners: dict[str, tuple[str, str, set[str]]] = {}
+    runs: Counter[str] = Counter()
+    fails: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    base: Counter[str] = Counter()
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    count: Counter[str] = Counter()
+    touched: dict[str, set[str]] = defaultdict(set)
+    onsets = {f"sick:{s['kind']}:{s['entity']}": must_ts(s["onset"]) for s in t["sick"]}
+    times: list[float] = []
+    n = 0
+    for rec in _history(run):
+        if rec.get("kind") == "report":
+            continue
+        cause = causes[n]
+        n += 1
+        r = rec["runner"]
+        info = runners.setdefault(r["id"], (r.get("machine") or r["id"], r.get("pool") or "", set()))
+        if r.get("image"):
+            info[2].add(r["image"])
+        tid = rec["test_id"]
+        runs[tid] += 1
+        when = must_ts(rec["time"])
+        times.append(when)
+        if not cause:
+            continue
+        fails[tid] += 1
+        own[tid] += cause in ("flaky", "base")
+        base[tid] += cause == "base"
+        if cause in onsets and when >= onsets[cause]:
+            first.setdefault(cause, when)
+            last[cause] = when
+            count[cause] += 1
+            touched[cause].add(r["id"])
+    if n != len(causes):
+        raise ValueError(f"{run}: {n} results but {len(causes)} causes")
+    meta = {r: {"machine": m, "pool": p, "images": sorted(i)} for r, (m, p, i) in runners.items()}
+    sick = []
+    for s in t["sick"]:
+        key = f"sick:{s['kind']}:{s['entity']}"
+        accept = frozenset({(s["kind"], s["entity"])})
+        dims = (
+            {s["dimension"]}
+            if s["dimension"] != "unknown"
+            else {"disk", "memory", "clock", "cache", "unknown"}
+        )
+        sick.append(
+            SickEntity(
+                id=key,
+                kind=s["kind"],
+                entity=s["entity"],
+                accept=accept,
+                dimensions=frozenset(dims),
+                accept_states=frozenset({"sick", "suspect"}),
+                spans=((must_ts(s["onset"]), None),),
+                first_failure=first.get(key),
+                last_failure=last.get(key),
+                failures=count[key],
+                runners=frozenset(touched[key]),
+                related=_related(s["kind"], touched[key], meta, accept),
+                weak=count[key] == 0,
+                gradual=False,
+                label=s["dimension"],
+            )
+        )
+    labels: dict[str, tuple[str, frozenset[str]]] = {}
+    for tid in t["flaky_tests"]:
+        labels[tid] = ("flaky", frozenset({"flaky"}))
+    for tid in t["resource_sensitive_tests"]:
+        labels[tid] = ("resource", frozenset({"resource-sensitive", "healthy"}))
+    for tid in t["platform_tests"]:
+        labels[tid] = ("platform", frozenset({"platform", "broken"}))
+    for tid in t["broken_tests"]:
+        labels[tid] = ("broken", frozenset({"broken"}))
+    for x in t["interaction"]:
+        labels.setdefault(x["test_id"], ("other", frozenset({"healthy", "platform", "broken", "flaky"})))
+    tests = {}
+    for tid, n_runs in runs.items():
+        label, accept = labels.get(tid, ("healthy", frozenset({"healthy"})))
+        if label == "healthy" and base[tid] >= 0.01 * n_runs:
+            accept = frozenset(
+                {"healthy", "flaky"}
+            )  # fails a run in a hundred at random: flaky to whoever reruns
+        tests[tid] = TestTruth(label, accept, n_runs, fails[tid], own[tid], weak=False)
+    start, end = min(times), max(times)
+    outages = []
+    for o in t["outages"]:
+        a, b = must_ts(o["start"]), must_ts(o["end"])
+        seen = any(a <= x < b for x in times)  # no test ran in it: nothing to find
+        outages.append(OutageTruth(a, b, weak=not seen))
+    return Truth(
+        sim=sim,
+        seed=run.name,
+        start=start,
+        end=end,
+        sick=tuple(sick),
+        herrings={("runner", r): "warning readings" for r in t["warning_runners"]},
+        tests=tests,
+        outages=tuple(outages),
+        runners={r: RunnerInfo(m["machine"], m["pool"], frozenset(m["images"])) for r, m in meta.items()},
+    )
+
+
+ADAPTERS: dict[str, Callable[[Path, str], Truth]] = {
+    "heldout4": heldout4_layout,
+    "heldout5": heldout5_layout,
+    "heldout6": heldout5_layout,
+    "heldout7": heldout5_layout,
+    "heldout8": heldout5_layout,
+}
+
+
+def load_truth(run: Path, sim: str) -> Truth:
+    if sim.startswith("sim:"):
+        return sim_layout(run, sim)
+    if sim not in ADAPTERS:
+        raise KeyError(f"{sim}: no truth adapter yet (adapted: {', '.join(sorted(ADAPTERS))}, sim:NAME)")
+    return ADAPTERS[sim](run, sim)
