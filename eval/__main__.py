@@ -76,7 +76,12 @@ def score_dirs(runs: list[Path], verbose: bool) -> list[Score]:
         if not (run / "truth.json").exists() or not (run / "incidents.json").exists():
             print(f"== {run}: incomplete run, skipped", file=sys.stderr)
             continue
-        s = score_run(run, load_truth(run, sim_of(run)))
+        try:
+            truth = load_truth(run, sim_of(run))
+        except KeyError as exc:
+            print(f"== {run}: {exc.args[0]}", file=sys.stderr)
+            continue
+        s = score_run(run, truth)
         scores.append(s)
         if verbose or s.errors:
             print(f"== {s.sim} {s.seed} ({run}): {sum(s.errors.values())} errors")

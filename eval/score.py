@@ -132,7 +132,7 @@ def _grade_sick(truth: Truth, incidents: list[Json], s: Score) -> set[str]:
 def _grade_found(e: SickEntity, matched: list[Json], tag: str, window: tuple[float, float], s: Score) -> None:
     start, end = window
     dims = {str(i.get("dimension")) for i in matched}
-    if not dims & e.dimensions and "unknown" not in e.dimensions:
+    if not dims & e.dimensions:
         s.say(
             "WRONG-DIMENSION",
             f"{tag}: product {'/'.join(sorted(dims))}, truth {'/'.join(sorted(e.dimensions))}",
