@@ -269,6 +269,134 @@ def heldout3_layout(run: Path, sim: str) -> Truth:
     return Truth(sim, truth.seed, truth.start, truth.end, tuple(sick), herrings, tests, outages, runners)
 
 
+# ---------------------------------------------------------------- heldout (the first)
+
+H1_FLAKY_MSGS = ("AssertionError: expected 3, got 2", "TimeoutError: operation timed out after 30s")
+H1_PRESSURE_MSGS = ("MemoryError", "OSError: [Errno 28] No space left on device")
+H1_OUTAGE_MSGS = ("ConnectionError: Name", "docker:", "HTTPError")
+H1_ACCEPT = {
+    "healthy": {"healthy"},
+    "flaky": {"flaky"},
+    "broken": {"broken"},
+    "platform": {"platform"},
+    "resource-sensitive": {"resource-sensitive"},
+    "fixture": {"healthy", "flaky"},  # a fixture group failing at random together is a flake to its users
+}
+
+
+def heldout1_layout(run: Path, sim: str) -> Truth:
+    """heldout: `sick` with (kind, entity, dimension, onset, end), `tests` by id with `category`; first
+    failures, own failures (its flaky messages) and topology come from the history, as its scorer read them."""
+    t = json.loads((run / "truth.json").read_text())
+    sick_wins = [(s, must_ts(s["onset"]), ts(s["end"])) for s in t["sick"]]
+    meta: dict[str, Json] = {}
+    runs: Counter[str] = Counter()
+    fails: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    pressure: Counter[str] = Counter()
+    first: dict[int, float] = {}
+    count: Counter[int] = Counter()
+    touched: dict[int, set[str]] = defaultdict(set)
+    outage_fails: Counter[int] = Counter()
+    outs = [(must_ts(o["start"]), must_ts(o["end"])) for o in t["outages"]]
+    for rec in _history(run):
+        if rec.get("kind") == "report":
+            continue
+        r = rec["runner"]
+        m = meta.setdefault(
+            r["id"], {"machine": r.get("machine") or r["id"], "pool": r.get("pool") or "", "images": set()}
+        )
+        if r.get("image"):
+            m["images"].add(r["image"])
+        tid, when, msg = rec["test_id"], must_ts(rec["time"]), rec.get("message") or ""
+        runs[tid] += 1
+        if rec["outcome"] not in ("failed", "error"):
+            continue
+        fails[tid] += 1
+        own[tid] += msg in H1_FLAKY_MSGS
+        names = {
+            "runner": r["id"],
+            "machine": r.get("machine"),
+            "image": r.get("image"),
+            "pool": r.get("pool"),
+        }
+        on_sick = False
+        for k, (x, a, b) in enumerate(sick_wins):
+            if names[x["kind"]] == x["entity"] and a <= when and (b is None or when < b):
+                first.setdefault(k, when)
+                count[k] += 1
+                touched[k].add(r["id"])
+            if x["kind"] in ("runner", "machine") and x["entity"] in (r["id"], r.get("machine")):
+                on_sick = on_sick or a - 86400 <= when < (b or 1e12)
+        if msg in H1_PRESSURE_MSGS and not on_sick:
+            pressure[tid] += 1
+        if msg.startswith(H1_OUTAGE_MSGS):
+            for k, (a, b) in enumerate(outs):
+                outage_fails[k] += a <= when < b
+    runners = {r: RunnerInfo(m["machine"], m["pool"], frozenset(m["images"])) for r, m in meta.items()}
+    sick = []
+    for k, (x, a, b) in enumerate(sick_wins):
+        accept = {(x["kind"], x["entity"])}
+        if x["kind"] == "image" and len(touched[k]) == 1:
+            accept.add(("runner", next(iter(touched[k]))))  # an image only one runner ran: that runner
+        dims = {x["dimension"]}
+        pool_runners = t["pools"].get(x.get("pool"), {}).get("runners", [])
+        if x["kind"] == "image" and x["dimension"] == "cache" and 2 * len(touched[k]) >= len(pool_runners):
+            dims = {
+                "disk",
+                "memory",
+                "clock",
+                "cache",
+                "unknown",
+            }  # on half the pool: its digest is the majority
+        covered = set(touched[k])
+        sick.append(
+            SickEntity(
+                id=f"{x['kind']}:{x['entity']}",
+                kind=x["kind"],
+                entity=x["entity"],
+                accept=frozenset(accept),
+                dimensions=frozenset(dims),
+                accept_states=frozenset({"sick", "suspect"}),
+                spans=((a, b),),
+                first_failure=first.get(k),
+                last_failure=None,  # the old scorer judged resolution by its own rules; not judged here
+                failures=count[k],
+                runners=frozenset(covered),
+                related=_related(x["kind"], covered, meta, frozenset(accept)),
+                weak=count[k] == 0,
+                label=x["dimension"],
+            )
+        )
+    tests = {}
+    for tid, info in t["tests"].items():
+        cat = info["category"]
+        verdicts = set(H1_ACCEPT.get(cat, {"healthy"}))
+        if cat == "resource-sensitive" and pressure[tid] < 3:
+            verdicts.add("healthy")  # never under pressure while it ran: not observable
+        label = {"resource-sensitive": "resource", "fixture": "other"}.get(cat, cat)
+        tests[tid] = TestTruth(
+            label, frozenset(verdicts), runs[tid], fails[tid], own[tid], weak=cat == "flaky" and own[tid] < 4
+        )
+    outages = tuple(OutageTruth(a, b, weak=outage_fails[k] < 20) for k, (a, b) in enumerate(outs))
+    herrings: dict[Key, str] = {
+        ("runner", w["runner"]): f"warning-only {w['dimension']}" for w in t["warning_only"]
+    }
+    herrings.update({("runner", r): "noisy healthy runner" for r in t.get("noisy_healthy", [])})
+    times = [a for _, a, _ in sick_wins]
+    return Truth(
+        sim,
+        run.name,
+        must_ts(t["start"]) if "start" in t else min(times, default=0.0),
+        must_ts(t["end"]) if "end" in t else max(times, default=0.0),
+        tuple(sick),
+        herrings,
+        tests,
+        outages,
+        runners,
+    )
+
+
 # ---------------------------------------------------------------- tests/sim
 
 
@@ -291,7 +419,6 @@ def sim_layout(run: Path, sim: str) -> Truth:
     own: Counter[str] = Counter()
     base: Counter[str] = Counter()
     first: dict[str, float] = {}
-    last: dict[str, float] = {}
     count: Counter[str] = Counter()
     touched: dict[str, set[str]] = defaultdict(set)
     onsets = {f"sick:{s['kind']}:{s['entity']}": must_ts(s["onset"]) for s in t["sick"]}
@@ -317,7 +444,6 @@ def sim_layout(run: Path, sim: str) -> Truth:
         base[tid] += cause == "base"
         if cause in onsets and when >= onsets[cause]:
             first.setdefault(cause, when)
-            last[cause] = when
             count[cause] += 1
             touched[cause].add(r["id"])
     if n != len(causes):
@@ -344,7 +470,7 @@ def sim_layout(run: Path, sim: str) -> Truth:
                 accept_states=frozenset({"sick", "suspect"}),
                 spans=((must_ts(s["onset"]), None),),
                 first_failure=first.get(key),
-                last_failure=last.get(key),
+                last_failure=None,  # the truth has no end: resolution is not judged
                 failures=count[key],
                 runners=frozenset(touched[key]),
                 related=_related(s["kind"], touched[key], meta, accept),
@@ -392,6 +518,7 @@ def sim_layout(run: Path, sim: str) -> Truth:
 
 
 ADAPTERS: dict[str, Callable[[Path, str], Truth]] = {
+    "heldout": heldout1_layout,
     "heldout3": heldout3_layout,
     "heldout4": heldout4_layout,
     "heldout5": heldout5_layout,

@@ -97,18 +97,43 @@ def _desc(inc: Json) -> str:
     return f"{inc['kind']} {inc['entity']} ({inc.get('state')}, {inc.get('dimension')}, onset {hstr(ts(inc.get('onset')))})"
 
 
+def _owners(truth: Truth, incidents: list[Json]) -> tuple[set[str], dict[str, str]]:
+    """Incidents that name a sick entity exactly, and for each other incident on a parent or child of
+    sick entities the most specific of them (the fewest runners): it counts against that one only."""
+    end = truth.end
+    exact = {
+        i["id"]
+        for e in truth.sick
+        for i in incidents
+        if (i["kind"], i["entity"]) in e.accept and _overlaps(i, e, end)
+    }
+    owner: dict[str, str] = {}
+    for i in incidents:
+        if i["id"] in exact:
+            continue
+        # a parent or child named for it: its stretch must begin within a sick span (padded)
+        cands = [e for e in truth.sick if _begins_in(i, e, end) and _related(truth, e, i)]
+        if cands:
+            owner[i["id"]] = min(cands, key=lambda e: len(e.runners | truth.covers(e.kind, e.entity))).id
+    return exact, owner
+
+
 def _grade_sick(truth: Truth, incidents: list[Json], s: Score) -> set[str]:
     """Each sick entity found, missed or named wrongly; returns the incident ids accounted for."""
     end = truth.end
-    used: set[str] = set()
+    exact, owner = _owners(truth, incidents)
     for e in truth.sick:
         tag = f"{e.kind} {e.entity} [{e.label}, {e.failures} failures, {hstr(e.onset)}..{hstr(e.end)}]"
         matched = [i for i in incidents if (i["kind"], i["entity"]) in e.accept and _overlaps(i, e, end)]
-        # a parent or child named for it: its stretch must begin within a sick span (padded)
-        others = [i for i in incidents if _begins_in(i, e, end) and _related(truth, e, i)]
-        used.update(i["id"] for i in matched + others)
+        others = [i for i in incidents if owner.get(i["id"]) == e.id]
         if not e.weak:
             s.sick += 1
+        if not matched and not others:
+            # an incident charged to a more specific sick entity may stand for this one too (a pool
+            # incident that took a bad image and a sick host together)
+            others = [
+                i for i in incidents if i["id"] in owner and _begins_in(i, e, end) and _related(truth, e, i)
+            ]
         if not matched:
             if e.weak:
                 s.lines.append(
@@ -126,7 +151,7 @@ def _grade_sick(truth: Truth, incidents: list[Json], s: Score) -> set[str]:
         if others:
             s.say("EXTRA-ENTITY", f"{tag}: also named " + "; ".join(map(_desc, others[:4])))
         _grade_found(e, matched, tag, (truth.start, end), s)
-    return used
+    return exact | set(owner)
 
 
 def _grade_found(e: SickEntity, matched: list[Json], tag: str, window: tuple[float, float], s: Score) -> None:

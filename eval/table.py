@@ -65,7 +65,7 @@ def _fmt(x: Cell) -> str:
 def render(scores: list[Score]) -> str:
     rows: list[list[str]] = [["sim seed", *(h for h, _, _ in COLUMNS)]]
     by_sim: dict[str, list[Score]] = {}
-    for s in scores:
+    for s in sorted(scores, key=lambda s: (s.sim, int(s.seed) if s.seed.isdigit() else 0, s.seed)):
         by_sim.setdefault(s.sim, []).append(s)
     for sim, group in by_sim.items():
         rows.extend([f"{s.sim} {s.seed}", *(_fmt(f(s)) for _, _, f in COLUMNS)] for s in group)
