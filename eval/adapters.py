@@ -397,6 +397,83 @@ def heldout1_layout(run: Path, sim: str) -> Truth:
     )
 
 
+# ---------------------------------------------------------------- heldout2
+
+
+def heldout2_layout(run: Path, sim: str) -> Truth:
+    """heldout2: `sick` (kind, id, expected_dimension, onset, end, runners, machines), tests by category
+    with per-cause failure counts (`fail_other` is a flaky test's own), `runners`/`machines`/`eph_runners`.
+    The truth lists only tests that failed; every other test id in the history is healthy."""
+    t = json.loads((run / "truth.json").read_text())
+    machines: dict[str, Json] = t["machines"]
+    meta: dict[str, Json] = {
+        r: {"machine": m["machine"], "pool": m["pool"], "images": sorted({i for _, i in m.get("images", [])})}
+        for r, m in t["runners"].items()
+    }
+    for r, m in t["eph_runners"].items():
+        meta[r] = {"machine": m, "pool": machines.get(m, {}).get("pool", ""), "images": []}
+    runners = {r: RunnerInfo(m["machine"], m["pool"], frozenset(m["images"])) for r, m in meta.items()}
+    sick = []
+    for x in t["sick"]:
+        accept = {(x["kind"], x["id"])}
+        if x["kind"] == "runner":
+            m = meta.get(x["id"], {}).get("machine")
+            if m and machines.get(m, {}).get("runners") == [x["id"]]:
+                accept.add(("machine", m))  # a runner alone on its machine: the machine is the same thing
+        covered = set(x["runners"]) | {r for r, m in meta.items() if m["machine"] in x.get("machines", [])}
+        caused = (x.get("stats") or {}).get("caused_failures", 1)
+        sick.append(
+            SickEntity(
+                id=f"{x['kind']}:{x['id']}",
+                kind=x["kind"],
+                entity=x["id"],
+                accept=frozenset(accept),
+                dimensions=frozenset({x["expected_dimension"]}),
+                accept_states=frozenset({"sick", "suspect"}),
+                spans=((must_ts(x["onset"]), ts(x["end"])),),
+                first_failure=None,  # not in the truth: the delay counts from the onset
+                last_failure=None,
+                failures=caused,
+                runners=frozenset(covered),
+                related=_related(x["kind"], covered, meta, frozenset(accept)),
+                weak=caused == 0,
+                gradual=x["case"] == "slow_disk",  # a disk filling over days: failures ramp up
+                label=x["case"],
+            )
+        )
+    runs: Counter[str] = Counter()
+    for rec in _history(run):
+        if rec.get("kind") != "report" and rec.get("outcome") != "skipped":
+            runs[rec["test_id"]] += 1
+    tt = t["tests"]
+    tests = {
+        tid: TestTruth("healthy", frozenset({"healthy", "resource-sensitive"}), n, 0, 0)
+        for tid, n in runs.items()
+    }
+    for tid, x in tt["healthy_stats"].items():
+        tests[tid] = TestTruth(
+            "healthy", frozenset({"healthy", "resource-sensitive"}), x["executions"], x["failures"], 0
+        )
+    for label, verdicts in (("broken", {"broken"}), ("platform", {"platform"}), ("flaky", {"flaky"})):
+        for tid, x in tt[label].items():
+            own = x["fail_other"] if label == "flaky" else 0
+            tests[tid] = TestTruth(label, frozenset(verdicts), x["executions"], x["failures"], own)
+    anything = frozenset({"healthy", "flaky", "broken", "platform", "resource-sensitive"})
+    for tid, x in tt["interaction"].items():  # a test failing on one runner: any verdict is defensible
+        tests[tid] = TestTruth("other", anything, x["executions"], x["failures"], 0)
+    return Truth(
+        sim,
+        str(t["seed"]),
+        must_ts(t["start"]),
+        must_ts(t["end_time"]),
+        tuple(sick),
+        {("runner", h["runner"]): h["reason"] for h in t["red_herrings"]},
+        tests,
+        tuple(OutageTruth(must_ts(o["start"]), must_ts(o["end"])) for o in t["outages"]),
+        runners,
+    )
+
+
 # ---------------------------------------------------------------- tests/sim
 
 
@@ -518,6 +595,7 @@ def sim_layout(run: Path, sim: str) -> Truth:
 
 
 ADAPTERS: dict[str, Callable[[Path, str], Truth]] = {
+    "heldout2": heldout2_layout,
     "heldout": heldout1_layout,
     "heldout3": heldout3_layout,
     "heldout4": heldout4_layout,
