@@ -43,7 +43,7 @@ def _dirname(sim: str) -> str:
 def generate_and_feed(sim: str, seed: int, out: Path, bin_dir: Path) -> Path:
     """eval/sims/heldout/run_fleet.sh: generate, start `runner-controller serve` on a fresh SQLite file,
     feed, read the verdicts back through the API into out/<sim>/<seed>/."""
-    env = dict(os.environ, RUNS=str(out / _dirname(sim)), BIN=str(bin_dir))
+    env = dict(os.environ, RUNS=str(out / _dirname(sim)), BIN=str(bin_dir), EVAL_SIM=sim)
     env.setdefault("END_TIME", "2026-12-05T08:00:00Z")
     if sim.startswith("sim:"):
         gen, feed, env["EVAL_SCENARIO"] = SIMS / "sim" / "gen.py", IMPORT, sim.split(":", 1)[1]
@@ -55,7 +55,6 @@ def generate_and_feed(sim: str, seed: int, out: Path, bin_dir: Path) -> Path:
     )
     if done.returncode:
         print(f"{sim} seed {seed}: run_fleet.sh exit {done.returncode}", file=sys.stderr)
-    (run / "eval.json").write_text(json.dumps({"sim": sim, "seed": seed}) + "\n")
     return run
 
 

@@ -58,4 +58,6 @@ cp "$DB" "$OUT/controller.db"
 rm -f "$OUT/feed.tsv"
 gzip -1 -f "$OUT/history.ndjson"
 [ ! -f "$OUT/failures.tsv" ] || gzip -1 -f "$OUT/failures.tsv"
+# which simulator and seed, for `python -m eval score` (EVAL_SIM: the harness's name, e.g. sim:kitchen_sink)
+"$BIN/python" -c 'import json,sys; print(json.dumps({"sim": sys.argv[1], "seed": sys.argv[2]}))' "${EVAL_SIM:-$NAME}" "$SEED" >"$OUT/eval.json"
 echo "seed $SEED: gen $((T1 - T0)) s, feed $((T2 - T1)) s, total $(($(date +%s) - T0)) s" | tee "$OUT/timing.log"

@@ -1,11 +1,13 @@
-"""Re-analyse stored held-out runs in process, with config overrides, for score.py.
+"""Re-analyse stored runs in process, with config overrides, for `python -m eval score`.
 
-    python -m eval.sims.heldout.rescore OUT RUNDIR... [-s field=json ...] [-j N]
+    python -m eval.rescore OUT RUNDIR... [-s field=json ...] [-j N]
+    python -m eval score OUT/*/*
 
-Each RUNDIR is what run.sh left (controller.db, truth.json, history.ndjson.gz). OUT/<seed>/ gets the
-incidents, tests and outages as runnerctl prints them, with links to the truth and history, so that
-`python eval/sims/heldout/score.py OUT/*` grades a change in a minute instead of a fresh import. The
-runners keep what the stored run listed, with this analysis's health in place of the stored one.
+Each RUNDIR is what `python -m eval run` (or run_fleet.sh) left (controller.db, truth.json,
+history.ndjson.gz, eval.json). OUT/<sim>/<seed>/ gets the incidents, tests and outages as runnerctl
+prints them, with links to the truth and what the adapters read beside it, so that a change is graded
+in a minute instead of a fresh import. The runners keep what the stored run listed, with this
+analysis's health in place of the stored one.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def rescore(out: str, run: str, overrides: list[str]) -> str:
         frame.load(conn)
     engine.dispose()
     analysis = analyse(frame, config=config)
-    target = Path(out) / Path(run).name
+    target = Path(out) / Path(run).resolve().parent.name / Path(run).name
     target.mkdir(parents=True, exist_ok=True)
     (target / "incidents.json").write_text(json.dumps(analysis.incidents, default=str))
     (target / "tests.json").write_text(json.dumps(analysis.tests, default=str))
@@ -45,7 +47,7 @@ def rescore(out: str, run: str, overrides: list[str]) -> str:
         for runner in runners:
             runner["health"] = Health(**analysis.health.get(runner["identity"]["id"], {})).model_dump()
         (target / "runners.json").write_text(json.dumps(runners))
-    for name in ("truth.json", "history.ndjson.gz"):
+    for name in ("truth.json", "history.ndjson.gz", "eval.json", "causes.txt.gz", "failures.tsv.gz"):
         if not (target / name).exists() and (Path(run) / name).exists():
             os.symlink((Path(run) / name).resolve(), target / name)
     return str(target)
