@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from eval.adapters import load_truth
 from eval.score import Score, score_run
 from eval.table import render
+from tests.sim.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMS = ROOT / "eval" / "sims"
@@ -34,6 +36,9 @@ FEEDS = {
     "heldout7": SIMS / "heldout7" / "feed.py",
     "heldout8": SIMS / "heldout7" / "feed.py",
 }
+
+
+SIM_NAMES = "sim:(random-[0-9]+|" + "|".join(SCENARIOS) + ")"
 
 
 def _dirname(sim: str) -> str:
@@ -107,11 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     score.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.cmd == "run":
-        dirs = [
-            generate_and_feed(sim, seed, args.out, args.bin)
-            for sim in args.sim.split(",")
-            for seed in args.seeds
-        ]
+        sims = args.sim.split(",")
+        unknown = [x for x in sims if x not in FEEDS and not re.fullmatch(SIM_NAMES, x)]
+        if unknown:
+            parser.error(
+                f"unknown simulator {unknown}: heldout..heldout8, sim:random-N or sim:{'|'.join(sorted(SCENARIOS))}"
+            )
+        dirs = [generate_and_feed(sim, seed, args.out, args.bin) for sim in sims for seed in args.seeds]
     else:
         dirs = sorted(args.runs, key=lambda p: (str(p.parent), p.name))
     scores = score_dirs(dirs, args.verbose)

@@ -1,8 +1,9 @@
 """Scenarios drawn at random: fleets and events the hand-written scenarios never combined.
 
 The hand-written scenarios are what the analysis was developed against; these are what it was not.
-`python -m tests.sim.score --random 20` grades the analysis on twenty of them: a rule that only
-works for the shapes of scenarios.py shows up here as missed or false verdicts.
+`python -m eval run --sim sim:random-36,sim:random-37 --seeds 1 --out /tmp/eval` grades the analysis on
+two of them: a rule that only works for the shapes of scenarios.py shows up here as missed or false
+verdicts.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Writes, deterministically for a seed:
                   SENDER, JSON per line): results at their job's end, reports when the agent sends them
                   (late for an agent whose network dropped), a few resends; run.sh feeds it live;
   truth.json      what really happened (see README.md);
-  failures.tsv    every failed or errored execution with its true cause, for score.py only.
+  failures.tsv    every failed or errored execution with its true cause, to explain errors only.
 
 Nothing here reads the product's analysis: the world is modelled from the issue and the wire formats.
 """
