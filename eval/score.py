@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from eval.adapters import ts
+from eval.failures import Failure, Failures, describe
 from eval.truth import SickEntity, Truth
 
 H = 3600.0
@@ -187,12 +189,24 @@ def _grade_found(e: SickEntity, matched: list[Json], tag: str, window: tuple[flo
         s.say("FALSE-RESOLVED", f"{tag}: still failing at {hstr(e.last_failure)}, product resolved it")
 
 
-def _grade_false(truth: Truth, incidents: list[Json], runners: list[Json], used: set[str], s: Score) -> None:
+def _on(truth: Truth, kind: str, entity: str) -> Callable[[Failure], bool]:
+    covered = truth.covers(kind, entity)
+    column = {"machine": "machine", "pool": "pool", "image": "image"}.get(kind, "runner")
+    return lambda f: f.runner in covered or getattr(f, column) == entity
+
+
+def _grade_false(
+    truth: Truth, incidents: list[Json], runners: list[Json], used: set[str], fails: Failures, s: Score
+) -> None:
+    names = {e.id: f"{e.id}:{e.label}" for e in truth.sick}
     for i in incidents:
         if i["id"] in used:
             continue
         key = (i["kind"], i["entity"])
         why = f"red herring ({truth.herrings[key]})" if key in truth.herrings else "healthy"
+        lo, hi = _span(i, truth.end)
+        if fails.rows:
+            why += "; " + describe(fails.causes(lo - H, max(hi, lo + H), _on(truth, *key)), names)
         s.say("FALSE-INCIDENT", f"{_desc(i)}: {why}")
     sick_runners: set[str] = set()
     for e in truth.sick:
@@ -237,7 +251,7 @@ def _grade_tests(truth: Truth, tests: list[Json], s: Score) -> None:
         s.say("TEST-VERDICT", f"{tid}: a test id the fleet never ran (mangled on ingest?)")
 
 
-def _grade_outages(truth: Truth, outages: list[Json], s: Score) -> None:
+def _grade_outages(truth: Truth, outages: list[Json], fails: Failures, s: Score) -> None:
     found: set[str] = set()
     for o in truth.outages:
         lo, hi = o.start - OUTAGE_SLACK, o.end + OUTAGE_SLACK
@@ -245,18 +259,24 @@ def _grade_outages(truth: Truth, outages: list[Json], s: Score) -> None:
         found.update(str(p.get("id")) for p in hits)
         if not hits and not o.weak and not o.allowed:
             s.say("MISSED-OUTAGE", f"{hstr(o.start)}..{hstr(o.end)}")
+    names = {e.id: f"{e.id}:{e.label}" for e in truth.sick}
     for p in outages:
         if str(p.get("id")) not in found:
-            s.say("FALSE-OUTAGE", f"{p.get('scope')} {hstr(ts(p['start']))}..{hstr(ts(p['end']))}")
+            lo, hi = ts(p["start"]) or truth.end, ts(p["end"]) or truth.end
+            tests = {t if isinstance(t, str) else t.get("test_id") for t in p.get("tests") or []}
+            c = fails.causes(lo, hi, (lambda f, tests=tests: f.test in tests) if tests else (lambda f: True))
+            why = f": {describe(c, names)}" if fails.rows else ""
+            s.say("FALSE-OUTAGE", f"{p.get('scope')} {hstr(lo)}..{hstr(hi)}{why}")
 
 
 def score_run(run: Path, truth: Truth) -> Score:
     s = Score(truth.sim, truth.seed)
     incidents = _items(run / "incidents.json")
     used = _grade_sick(truth, incidents, s)
-    _grade_false(truth, incidents, _items(run / "runners.json"), used, s)
+    fails = Failures(run)
+    _grade_false(truth, incidents, _items(run / "runners.json"), used, fails, s)
     _grade_tests(truth, _items(run / "tests.json"), s)
-    _grade_outages(truth, _items(run / "outages.json"), s)
+    _grade_outages(truth, _items(run / "outages.json"), fails, s)
     analysis = run / "analysis.json"
     if analysis.exists() and analysis.stat().st_size:
         a = json.loads(analysis.read_text())
