@@ -251,6 +251,11 @@ def _grade_tests(truth: Truth, tests: list[Json], s: Score) -> None:
         s.say("TEST-VERDICT", f"{tid}: a test id the fleet never ran (mangled on ingest?)")
 
 
+def _in_tests(tests: set[str]) -> Callable[[Failure], bool]:
+    """Failures of these tests (a test-scoped outage), or any failure when it names none."""
+    return lambda f: not tests or f.test in tests
+
+
 def _grade_outages(truth: Truth, outages: list[Json], fails: Failures, s: Score) -> None:
     found: set[str] = set()
     for o in truth.outages:
@@ -264,7 +269,7 @@ def _grade_outages(truth: Truth, outages: list[Json], fails: Failures, s: Score)
         if str(p.get("id")) not in found:
             lo, hi = ts(p["start"]) or truth.end, ts(p["end"]) or truth.end
             tests = {t if isinstance(t, str) else t.get("test_id") for t in p.get("tests") or []}
-            c = fails.causes(lo, hi, (lambda f, tests=tests: f.test in tests) if tests else (lambda f: True))
+            c = fails.causes(lo, hi, _in_tests(tests))
             why = f": {describe(c, names)}" if fails.rows else ""
             s.say("FALSE-OUTAGE", f"{p.get('scope')} {hstr(lo)}..{hstr(hi)}{why}")
 
