@@ -181,6 +181,9 @@ def _grade_found(e: SickEntity, matched: list[Json], tag: str, window: tuple[flo
     if decided:
         since = first if first is not None else e.onset
         s.delays.append(max(0.0, min(decided) - since) / H)
+        s.lines.append(
+            f"  (found) {tag}: decided {hstr(min(decided))}, {s.delays[-1]:.1f} h after {hstr(since)}"
+        )
     truth_end = e.end
     open_now = last.get("state") != "resolved"
     if truth_end is not None and end - truth_end > SLACK and open_now:
