@@ -1,7 +1,8 @@
 """Agent benchmarks, each a ratio against a baseline measured in the same run.
 
 1. Resident memory of a real agent process after an hour of schedule, time compressed (intervals
-   divided by 120, run for 30 s), reporting to a loopback sink. Target: < 40 MB.
+   divided by 120, run for 30 s), reporting to a loopback sink, against the mandated libraries imported
+   alone in this run. Target: RSS <= their RSS + 5 MB (issue 50's decision).
 2. Re-verifying an unchanged cache (20k files / 1 GB; --small: 2k files / 100 MB) incrementally vs a
    full rehash. Target: >= 20x faster.
 3. Full rehash throughput vs `b2sum` (and sha256 vs `sha256sum`) over the same files, both at the
@@ -54,6 +55,9 @@ from tests.agent import agent_process
 from tests.agent.sink import running_sink
 from tests.chrony import chrony_pair
 
+# Issue 50's memory target: the agent's RSS at most the mandated libraries' own footprint plus this.
+AGENT_OVER_LIBRARIES_MB = 5
+
 
 def memory_after_an_hour(tmp: Path, seconds: float, speedup: float) -> None:
     cache_dir = tmp / "mem-cache"
@@ -88,17 +92,16 @@ def memory_after_an_hour(tmp: Path, seconds: float, speedup: float) -> None:
             f"[1] agent RSS after {seconds * speedup / 60:.0f} simulated minutes ({seconds:.0f} s at "
             f"x{speedup:g}): {rss / mb:.1f} MB (peak {peak / mb:.1f} MB, USS {uss / mb:.1f} MB), "
             f"{len(sink.store.reports)} reports delivered{'' if ntp else ', clock check off (no chronyd)'}"
-            f"; target < 40 MB -> RSS/target {rss / mb / 40:.2f}"
         )
         floor = stack_rss()
+        added = (rss - floor) / mb
         print(
             f"    baseline in this run: the mandated libraries alone (pydantic models, pydantic-settings, "
             f"requests, APScheduler, psutil, ntplib; not typer, which `run` does not import) = "
-            f"{floor / mb:.1f} MB RSS; the agent adds {(rss - floor) / mb:.1f} MB over them "
-            f"-> RSS/baseline {rss / floor:.2f}"
+            f"{floor / mb:.1f} MB RSS; the agent adds {added:.1f} MB over them -> RSS/baseline "
+            f"{rss / floor:.2f} (target: at most {AGENT_OVER_LIBRARIES_MB} MB over them: "
+            f"{'met' if added <= AGENT_OVER_LIBRARIES_MB else 'MISSED'})"
         )
-        if floor / mb >= 40:
-            print("    the 40 MB target is below what the mandated libraries need on this interpreter")
 
 
 def stack_rss(extra: str = "") -> int:
