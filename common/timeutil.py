@@ -40,9 +40,14 @@ def from_ms(ms: int) -> datetime:
 
 
 def iso(ms: int | None) -> str | None:
+    """RFC 3339 in UTC; None for no time, and for one no datetime can hold: a row stored before event
+    times were bounded (year 0, year 10000) must not make every read that shows it fail."""
     if ms is None:
         return None
-    return from_ms(ms).isoformat().replace("+00:00", "Z")
+    try:
+        return from_ms(ms).isoformat().replace("+00:00", "Z")
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def seconds_not_milliseconds(value: object) -> object:
