@@ -21,6 +21,7 @@ from urllib3.util.retry import Retry
 
 from agent.settings import SenderSettings
 from agent.spool import Spool, Spooled
+from common.plural import counted
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +128,10 @@ class Sender:
             )
         except requests.RequestException as exc:
             log.warning(
-                "sender: %s unreachable (%s); %d report(s) stay spooled",
+                "sender: %s unreachable (%s); %s stay spooled",
                 self.url,
                 type(exc).__name__,
-                len(batch),
+                counted(len(batch), "report"),
             )
             return Result(retry=True)
         status = response.status_code
@@ -163,7 +164,9 @@ class Sender:
             return self._send(batch[: self._batch_limit])
         if 400 <= status < 500 and status not in (408, 429):
             return self._isolate_malformed(batch, status, _detail(response))
-        log.warning("sender: controller answered HTTP %d; %d report(s) stay spooled", status, len(batch))
+        log.warning(
+            "sender: controller answered HTTP %d; %s stay spooled", status, counted(len(batch), "report")
+        )
         return Result(retry=True)
 
     def _acknowledge(self, batch: list[Spooled], response: requests.Response) -> Result:
@@ -184,13 +187,15 @@ class Sender:
         acked = self.spool.ack(batch[0].agent_id, batch[0].boot_id, [s for s in seqs if s in sent])
         if acked < len(batch):
             log.warning(
-                "sender: %d of %d report(s) not acknowledged; will resend", len(batch) - acked, len(batch)
+                "sender: %d of %s not acknowledged; will resend",
+                len(batch) - acked,
+                counted(len(batch), "report"),
             )
             return Result(acked=acked, retry=acked == 0)
         return Result(acked=acked)
 
     def _isolate_malformed(self, batch: list[Spooled], status: int, detail: str) -> Result:
-        """Bisect to the report(s) the controller rejects; the good ones are sent and acknowledged."""
+        """Bisect to the reports the controller rejects; the good ones are sent and acknowledged."""
         if len(batch) == 1:
             self.spool.dead_letter(batch[0], f"HTTP {status}: {detail}")
             return Result(dead=1)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.settings import SpoolSettings
+from common.plural import counted
 from common.reports import AgentReport
 
 log = logging.getLogger(__name__)
@@ -208,7 +209,7 @@ class Spool:
                 carried = sum(v[1] for v in victims)
                 self._add_counter("pending_dropped", len(victims) + carried)
                 self._add_counter("dropped_total", len(victims))
-                log.warning("spool: over its bounds, dropped the %d oldest report(s)", len(victims))
+                log.warning("spool: over its bounds, dropped the oldest %s", counted(len(victims), "report"))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from agent.checks.base import CheckConfig
+from common.plural import counted
 from common.readings import MemoryReading, Status
 
 NAME = "memory"
@@ -60,7 +61,7 @@ def collect(config: MemoryConfig) -> MemoryReading:
     )
     problems: list[tuple[str, str]] = []
     if oom:
-        problems.append(("OomKills", f"{oom} OOM kill(s) since the previous reading"))
+        problems.append(("OomKills", f"{counted(oom, 'OOM kill')} since the previous reading"))
     if reading.available_ratio is not None and reading.available_ratio < config.min_available_ratio:
         problems.append(("MemoryLow", f"{reading.available_ratio:.1%} of memory available"))
     if reading.psi_full_avg60 is not None and reading.psi_full_avg60 > config.max_psi_full_avg60:

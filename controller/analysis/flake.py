@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from common.plural import counted
 from common.timeutil import iso
 from controller.analysis.baseline import grouped, unique_pairs
 from controller.analysis.cofailing import CoFailingGroups
@@ -209,9 +210,9 @@ def _score_one(
     ):
         result["verdict"] = "flaky"
         runners = result["failing_runners"]
-        plural = "s" * (runners != 1)
         result["reason"] = (
-            f"{result['counted_failures']} failures outside incidents on {runners} runner{plural}, {chance}"
+            f"{counted(result['counted_failures'], 'failure')} outside incidents on {counted(runners, 'runner')}, "
+            f"{chance}"
         )
         return result, keep
     in_pool = _flaky_in_one_pool(frame, keep, w, entities[keep], config)

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
+from common.plural import counted
 from controller.errors import ProviderBusy, ProviderError, ProviderUnavailable
 from controller.metrics import Metrics
 from controller.providers.base import JobRef, Provider
@@ -347,7 +348,7 @@ class Actions:
                     f"job {job_id}: refused with a 429 before; submitted again once its backoff passes"
                 )
             elif step == "capped":
-                detail = f"job {job_id} was already rerun {known} time(s); the cap is {cap} per job"
+                detail = f"job {job_id} was already rerun {counted(known, 'time')}; the cap is {cap} per job"
                 notes.append(f"not rerun: {detail}")
                 if not dry_run:
                     self.metrics.remediation_blocked.labels("rerun_cap").inc()
@@ -372,7 +373,7 @@ class Actions:
                 )
         if settled and len(settled) == len(jobs):
             notes.append(
-                f"nothing to rerun: all {len(jobs)} failed job(s) of {incident['id']} were rerun before "
+                f"nothing to rerun: all {counted(len(jobs), 'failed job')} of {incident['id']} were rerun before "
                 f"and are not rerun again: {', '.join(settled)}"
             )
         elif settled:
@@ -528,10 +529,12 @@ class Actions:
             failed = sorted({t["test_id"] for t in incident.get("tests", [])})
             tests = [t for t in failed if t not in flaky]
             kept = [t for t in failed if t in flaky]
+            one = len(tests) == 1
             reason = (
-                f"all {len(runs)} rerun(s) of the jobs that failed on {runs[0].runner_id} during {incident_id} "
-                f"passed on other runners: these {len(tests)} test(s) failed because of the runner "
-                f"({incident.get('dimension')}), not because they are flaky"
+                f"all {counted(len(runs), 'rerun')} of the jobs that failed on {runs[0].runner_id} during "
+                f"{incident_id} passed on other runners: {'this' if one else 'these'} {counted(len(tests), 'test')} "
+                f"failed because of the runner ({incident.get('dimension')}), not because "
+                f"{'it is' if one else 'they are'} flaky"
             )
             if kept:
                 reason += f"; not cleared, flaky on their own failures elsewhere: {', '.join(kept)}"

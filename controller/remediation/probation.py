@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from common.plural import counted, noun
 from common.timeutil import iso, to_ms
 from controller.errors import ProviderError
 from controller.remediation import audit, store
@@ -47,20 +48,25 @@ def judge(jobs: dict[str, list[str]], policy: Policy, elapsed_s: float, new_verd
     broad = next((job for job, failed in jobs.items() if len(failed) >= policy.probe_fail_tests), None)
     if broad is not None:
         failed = jobs[broad]
-        detail = f"probe failed: job {broad} failed {len(failed)} tests ({_tests(failed)})"
+        detail = f"probe failed: job {broad} failed {counted(len(failed), 'test')} ({_tests(failed)})"
         return Verdict("failed", detail, passed, narrow, broad)
     if new_verdict is not None:
         return Verdict("failed", f"probe failed: {new_verdict}", passed, narrow)
     if len(passed) >= policy.probe_jobs:
-        detail = f"probe passed: {len(passed)} job(s) passed on it ({', '.join(passed)}); recovered"
+        detail = f"probe passed: {counted(len(passed), 'job')} passed on it ({', '.join(passed)}); recovered"
         return Verdict("passed", detail, passed, narrow)
     if elapsed_s >= policy.probe_timeout_s:
         detail = (
-            f"probation ended idle: {len(passed)} of {policy.probe_jobs} probe job(s) passed in "
+            f"probation ended idle: {len(passed)} of {policy.probe_jobs} {noun(policy.probe_jobs, 'probe job')} passed in "
             f"{policy.probe_timeout_s:.0f} s; it stays in rotation and is judged like any runner"
         )
         return Verdict("idle", detail, passed, narrow)
-    return Verdict("waiting", f"{len(passed)} of {policy.probe_jobs} probe job(s) passed", passed, narrow)
+    return Verdict(
+        "waiting",
+        f"{len(passed)} of {policy.probe_jobs} {noun(policy.probe_jobs, 'probe job')} passed",
+        passed,
+        narrow,
+    )
 
 
 def _tests(failed: list[str]) -> str:
@@ -140,7 +146,7 @@ class Probations:
             reason=f"readings healthy for {dwell_s:.0f} s: uncordoned on probation",
             then=record,
             done_note=(
-                f"on probation: {policy.probe_jobs} job(s) must pass on it; a job failing "
+                f"on probation: {counted(policy.probe_jobs, 'job')} must pass on it; a job failing "
                 f"{policy.probe_fail_tests}+ tests re-cordons it; {policy.probe_timeout_s:.0f} s "
                 "without enough jobs ends it idle"
             ),
@@ -230,7 +236,7 @@ class Probations:
                 job_id=job,
                 mode="auto",
                 detail=(
-                    f"job {job} failed {len(failed)} test(s) on probation ({_tests(failed)}): fewer than "
+                    f"job {job} failed {counted(len(failed), 'test')} on probation ({_tests(failed)}): fewer than "
                     f"{policy.probe_fail_tests}, which a flaky test can do; still on probation"
                 ),
             )

@@ -167,7 +167,7 @@ def test_a_fixed_worker_returns_on_probation_and_its_next_builds_are_the_probe(w
     assert unpaused["status"] == "done" and unpaused["key"].startswith(
         f"probation:{runner['probation']['incident']}:"
     )
-    assert "on probation: 2 job(s) must pass on it" in unpaused["detail"]
+    assert "on probation: 2 jobs must pass on it" in unpaused["detail"]
 
     # No provider can pin a probe job to a paused worker; in rotation, the builds it takes are the probe.
     requests = [loop.fleet.force_build(worker="w3") for _ in range(2)]
@@ -180,7 +180,7 @@ def test_a_fixed_worker_returns_on_probation_and_its_next_builds_are_the_probe(w
     jobs = ", ".join(str(b["buildid"]) for b in probe)
     assert (outcome["status"], outcome["detail"]) == (
         "done",
-        f"probe passed: 2 job(s) passed on it ({jobs}); recovered",
+        f"probe passed: 2 jobs passed on it ({jobs}); recovered",
     )
     runner = loop.controller.get("/v1/runners/w3").json()
     assert runner["cordon"] is None and runner["probation"] is None

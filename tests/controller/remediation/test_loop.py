@@ -163,8 +163,8 @@ def test_a_test_flaky_on_its_own_is_not_cleared_and_the_entry_says_so(engine: En
         (entry,) = conn.execute(select(tables.actions).where(tables.actions.c.action == "clear-flakes"))
     assert entry.detail == "t::a"
     assert entry.reason == (
-        "all 2 rerun(s) of the jobs that failed on r1 during inc-r1 passed on other runners: these 1 test(s) "
-        "failed because of the runner (disk), not because they are flaky; not cleared, flaky on their own "
+        "all 2 reruns of the jobs that failed on r1 during inc-r1 passed on other runners: this 1 test "
+        "failed because of the runner (disk), not because it is flaky; not cleared, flaky on their own "
         "failures elsewhere: t::b"
     )
 
@@ -321,7 +321,7 @@ def test_dry_run_drain_reruns_nothing_already_rerun_as_the_real_one(engine: Engi
     rem.tick()
     before = list(provider.calls)
     said = (
-        "nothing to rerun: all 2 failed job(s) of inc-r1 were rerun before and are not rerun again: "
+        "nothing to rerun: all 2 failed jobs of inc-r1 were rerun before and are not rerun again: "
         "j1 as re-j1 (passed), j2 as re-j2 (passed)"
     )
     for dry_run in (True, False):

@@ -133,7 +133,7 @@ def test_two_passing_jobs_complete_the_recovery(world: World) -> None:
     on_probation(world)
     (started,) = world.audit("uncordon")
     assert started[0] == "probation:inc-r1:r1:1" and started[1] == "done"
-    assert "on probation: 2 job(s) must pass on it" in str(started[2])
+    assert "on probation: 2 jobs must pass on it" in str(started[2])
     with world.engine.connect() as conn:
         assert store.cordon_of(conn, "r1") is None  # in rotation: the agent's directive says so too
     assert "(1 on probation)" in world.rem.budget("linux").explain()
@@ -146,7 +146,7 @@ def test_two_passing_jobs_complete_the_recovery(world: World) -> None:
     world.job("p2")
     world.tick()
     assert world.state() == "active" and world.rem.probations.view("r1") is None
-    assert world.probations() == [("passed", "probe passed: 2 job(s) passed on it (p1, p2); recovered")]
+    assert world.probations() == [("passed", "probe passed: 2 jobs passed on it (p1, p2); recovered")]
     assert [(k, s) for k, s, _d in world.audit("probation")] == [("probation-passed:1", "done")]
     assert "on probation" not in world.rem.budget("linux").explain()
     world.tick()
@@ -194,7 +194,7 @@ def test_one_failing_test_is_recorded_and_the_probation_goes_on(world: World) ->
     assert world.state() == "probation" and world.provider.count("cordon") == 1
     ((key, status, detail),) = world.audit("probe-job")
     assert (key, status) == ("probe-job:1:p1:1", "done")
-    assert "job p1 failed 1 test(s) on probation (t::0): fewer than 3" in str(detail)
+    assert "job p1 failed 1 test on probation (t::0): fewer than 3" in str(detail)
     world.job("p2")
     world.tick()
     assert world.state() == "probation"  # p1 did not pass: one of two so far
@@ -213,7 +213,7 @@ def test_a_probation_that_sees_too_few_jobs_ends_idle_and_stays_in_rotation(worl
     world.tick()
     assert world.state() == "active" and "r1" not in world.provider.paused
     ((state, outcome),) = world.probations()
-    assert state == "idle" and str(outcome).startswith("probation ended idle: 1 of 2 probe job(s) passed in ")
+    assert state == "idle" and str(outcome).startswith("probation ended idle: 1 of 2 probe jobs passed in ")
     world.tick()
     assert (world.provider.count("cordon"), world.provider.count("uncordon")) == (1, 1)
 
