@@ -6,10 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
+from common.plural import noun
 from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
+from runnerctl.times import shown_time
 
 RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
 
@@ -43,9 +45,9 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
         ),
         ("Cordoned", _cordon(data.get("cordon"), data.get("probation"))),
         ("Executions", f"{data['executions']} ({data['failures']} failed)"),
-        ("First seen", data.get("first_seen")),
-        ("Last seen", data.get("last_seen")),
-        ("Last report", data.get("last_report_at")),
+        ("First seen", shown_time(data.get("first_seen"))),
+        ("Last seen", shown_time(data.get("last_seen"))),
+        ("Last report", shown_time(data.get("last_report_at"))),
     ]
     for label, value in lines:
         shown = clean(str(value)) if value not in (None, "") else "<none>"
@@ -57,19 +59,19 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
         stdout.print("  <none>", markup=False)
     for reading in data.get("last_readings") or []:
         status = reading.get("status", "?")
-        line = f"  {reading['check']:<7} {status:<8} {reading.get('observed_at')}  {_summary(reading)}"
+        line = f"  {reading['check']:<7} {status:<8} {shown_time(reading.get('observed_at'))}  {_summary(reading)}"
         stdout.print(clean(line), markup=False)
 
 
 def _cordon(cordon: dict[str, Any] | None, probation: dict[str, Any] | None) -> str:
     if probation:
         return (
-            f"no, on probation since {probation['since']}: "
-            f"{len(probation['passed_jobs'])} of {probation['probe_jobs']} probe jobs passed"
+            f"no, on probation since {shown_time(probation['since'])}: "
+            f"{len(probation['passed_jobs'])} of {probation['probe_jobs']} {noun(probation['probe_jobs'], 'probe job')} passed"
         )
     if not cordon:
         return "no"
-    return f"yes, by {cordon.get('by')} at {cordon.get('at')}: {cordon.get('reason')}"
+    return f"yes, by {cordon.get('by')} at {shown_time(cordon.get('at'))}: {cordon.get('reason')}"
 
 
 def _summary(reading: dict[str, Any]) -> str:

@@ -7,10 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
+from common.plural import counted, noun
 from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
+from runnerctl.times import shown_time
 
 RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
 
@@ -64,12 +66,12 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
         f"Cordoned:  {'yes, by ' + str(cordon.get('by')) + ': ' + str(cordon.get('reason')) if cordon else 'no'}"
         + (" (on probation)" if on_probation else "")
     )
-    _line(f"As of:     {data['as_of']}")
+    _line(f"As of:     {shown_time(data['as_of'])}")
     for burst in data.get("bursts", []):
         _line()
         _line(
-            f"Burst {burst['id']}: {burst['kind']}/{burst['entity']}, {burst['failures']} failures in "
-            f"{burst['executions']} executions, most from {burst['start']} to {burst['end']}; outside that and after it, it "
+            f"Burst {burst['id']}: {burst['kind']}/{burst['entity']}, {counted(burst['failures'], 'failure')} in "
+            f"{counted(burst['executions'], 'execution')}, most from {shown_time(burst['start'])} to {shown_time(burst['end'])}; outside that and after it, it "
             "failed no more than usual: no verdict, and the burst's failures are not charged to the tests"
         )
     for incident in data["incidents"]:
@@ -80,18 +82,19 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
             f"Incident {incident['id']}: {incident['kind']}/{incident['entity']} is {incident['state']} ({incident['dimension']})"
         )
         _line(
-            f"  onset {incident['onset']}, decided at {incident['decided_at']}"
-            + (f", ended {incident['end']}" if incident.get("end") else "")
+            f"  onset {shown_time(incident['onset'])}, decided at {shown_time(incident['decided_at'])}"
+            + (f", ended {shown_time(incident['end'])}" if incident.get("end") else "")
         )
         _line(f"  test: {stats['test']}")
         _line(
-            f"  {stats['failures']} failures in {stats['executions']} executions where {stats['expected']} were expected "
-            f"(ratio {stats['ratio']}); p = {stats['p_value']:.3g}, adjusted for {stats['bins_scanned']} bins scanned "
+            f"  {counted(stats['failures'], 'failure')} in {counted(stats['executions'], 'execution')} where "
+            f"{stats['expected']} {noun(stats['expected'], 'was', 'were')} expected (ratio {stats['ratio']}); "
+            f"p = {stats['p_value']:.3g}, adjusted for {counted(stats['bins_scanned'], 'bin')} scanned "
             f"p = {stats['p_adjusted']:.3g}; q = {stats['q_value']:.3g} (Benjamini–Hochberg cutoff {stats['bh_cutoff']:.3g})"
         )
         passed = stats["passed_elsewhere"]
         _line(
-            f"  breadth: {stats['distinct_tests']} distinct tests failed in {stats['failed_jobs']} jobs; "
+            f"  breadth: {counted(stats['distinct_tests'], 'distinct test')} failed in {counted(stats['failed_jobs'], 'job')}; "
             f"{passed['passed_on_peers']} of {passed['failed_tests']} passed on peers in the same hours; "
             f"without its most-failing test p = {stats['without_top_test_p']:.3g}"
             + (
@@ -104,26 +107,28 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
             _line(f"  spread: {stats['spread']}")
         readable, examined = evidence.get("failures_readable"), evidence.get("failures_examined")
         among = (
-            f"of the {readable} failures (of {examined}) on runners that report"
+            f"of the {counted(readable, 'failure')} (of {examined}) on runners that report"
             if readable is not None and examined is not None and readable < examined
             else "of the failures"
         )
         _line(
             f"  evidence: {evidence['dimension']} covers {evidence['coverage']:.0%} {among} "
-            f"({evidence['readings_seen']} readings from {evidence['runners_reporting']} runners; per dimension: "
+            f"({counted(evidence['readings_seen'], 'reading')} from {counted(evidence['runners_reporting'], 'runner')}; per dimension: "
             + ", ".join(f"{k} {v:.0%}" for k, v in evidence["per_dimension"].items())
             + ")"
         )
         for reading in evidence["readings"]:
             values = ", ".join(f"{k}={v:.4g}" for k, v in reading["values"].items())
-            _line(f"    {reading['time']}  {reading['runner']}  {reading['check']}: {values}")
+            _line(f"    {shown_time(reading['time'])}  {reading['runner']}  {reading['check']}: {values}")
         _line(
             "  most failing tests: "
             + ", ".join(f"{t['test_id']} ({t['failures']})" for t in incident["tests"][:8])
         )
         _line(f"  affected jobs: {len(incident['affected_jobs'])}")
     _line()
-    _line(f"Pivot, pool {data['pool']}, {data['window']['start']} to {data['window']['end']}:")
+    _line(
+        f"Pivot, pool {data['pool']}, {shown_time(data['window']['start'])} to {shown_time(data['window']['end'])}:"
+    )
     _table(
         data["pivot"]["runner"],
         ["runner", "executions", "failures", "failure_rate", "distinct_failed_tests"],
@@ -155,12 +160,13 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
     probation = remediation.get("probation")
     if probation:
         _line(
-            f"  probation: since {probation['since']} ({probation['state']}), "
-            f"{len(probation['passed_jobs'])} of {probation['probe_jobs']} probe jobs passed"
+            f"  probation: since {shown_time(probation['since'])} ({probation['state']}), "
+            f"{len(probation['passed_jobs'])} of {probation['probe_jobs']} {noun(probation['probe_jobs'], 'probe job')} passed"
             + "".join(
-                f"; job {job} failed {len(tests)} test(s)" for job, tests in probation["failed_jobs"].items()
+                f"; job {job} failed {counted(len(tests), 'test')}"
+                for job, tests in probation["failed_jobs"].items()
             )
-            + f"; ends idle at {probation['ends_idle_at']}"
+            + f"; ends idle at {shown_time(probation['ends_idle_at'])}"
         )
     for rerun in remediation.get("reruns") or []:
         _line(
@@ -168,7 +174,7 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
         )
     for action in reversed(remediation.get("actions") or []):
         _line(
-            f"  {action['at']}  {action['action']} {action['status']}"
+            f"  {shown_time(action['at'])}  {action['action']} {action['status']}"
             + (f" job {action['job']}" if action.get("job") else "")
             + f" by {action['actor']}: {action.get('detail') or action.get('reason') or ''}"
         )
@@ -197,17 +203,17 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
     )
     if score:
         _line(
-            f"Score:     {score['score']:.3f} (90% interval {score['lower']:.3f}–{score['upper']:.3f}), from {score['counted_failures']} failures in {score['counted_executions']} counted executions"
+            f"Score:     {score['score']:.3f} (90% interval {score['lower']:.3f}–{score['upper']:.3f}), from {counted(score['counted_failures'], 'failure')} in {counted(score['counted_executions'], 'counted execution')}"
         )
     naive = data["naive"]
     _line(
-        f"Naive:     {naive['failures']} failures in {naive['executions']} executions → a failure-counting scorer says {naive['verdict']}"
+        f"Naive:     {counted(naive['failures'], 'failure')} in {counted(naive['executions'], 'execution')} → a failure-counting scorer says {naive['verdict']}"
     )
     if data.get("cleared_by"):
         _line(
             f"Cleared:   failures inside {', '.join(data['cleared_by'])} were the runner's: reran green elsewhere"
         )
-    _line(f"As of:     {data['as_of']}")
+    _line(f"As of:     {shown_time(data['as_of'])}")
     _line()
     rows = [
         r | {"discounted_by": ", ".join(f"{k} ({v})" for k, v in r["discounted_by"].items()) or "-"}
@@ -223,9 +229,9 @@ def test(ctx: typer.Context, test_id: str, as_json: JsonOption = False) -> None:
             "fleet": "fleet outage",
             "pool": f"outage of pool {', '.join(outage.get('pools', []))}",
         }.get(outage.get("scope", "fleet"), "outage of what these tests use")
-        _line(f"  {outage['id']}: {scope} {outage['start']} to {outage['end']}")
+        _line(f"  {outage['id']}: {scope} {shown_time(outage['start'])} to {shown_time(outage['end'])}")
     for burst in data.get("bursts", []):
         _line(
-            f"  {burst['id']}: burst on {burst['kind']}/{burst['entity']} {burst['start']} to {burst['end']}, "
+            f"  {burst['id']}: burst on {burst['kind']}/{burst['entity']} {shown_time(burst['start'])} to {shown_time(burst['end'])}, "
             "many tests failing there at once, then runs as usual"
         )

@@ -11,6 +11,7 @@ from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import Column, check_format, emit
+from runnerctl.times import shown_time
 from runnerctl.watch import Fetch, watch
 
 app = typer.Typer(no_args_is_help=True, help="List resources: runners, incidents, tests, actions.")
@@ -59,12 +60,12 @@ RUNNER_COLUMNS = (
     Column("dimension", lambda r: r["health"].get("dimension")),
     Column("cordoned", lambda r: "yes" if r.get("cordon") else "probation" if r.get("probation") else "no"),
     Column("failures", lambda r: f"{r['failures']}/{r['executions']}"),
-    Column("last-seen", lambda r: r.get("last_seen")),
+    Column("last-seen", lambda r: shown_time(r.get("last_seen"))),
     Column("machine", lambda r: r["identity"].get("machine"), wide_only=True),
     Column("image", lambda r: r["identity"].get("image"), wide_only=True),
     Column("shard", lambda r: r["identity"].get("shard"), wide_only=True),
     Column("labels", lambda r: r["identity"].get("labels"), wide_only=True),
-    Column("last-report", lambda r: r.get("last_report_at"), wide_only=True),
+    Column("last-report", lambda r: shown_time(r.get("last_report_at")), wide_only=True),
 )
 
 
@@ -100,10 +101,10 @@ INCIDENT_COLUMNS = (
     Column("entity", lambda i: i["entity"]),
     Column("state", lambda i: i["state"]),
     Column("dimension", lambda i: i["dimension"]),
-    Column("onset", lambda i: i["onset"]),
+    Column("onset", lambda i: shown_time(i["onset"])),
     Column("failures", lambda i: f"{i['statistics']['failures']}/{i['statistics']['executions']}"),
     Column("expected", lambda i: i["statistics"]["expected"]),
-    Column("decided-at", lambda i: i["decided_at"], wide_only=True),
+    Column("decided-at", lambda i: shown_time(i["decided_at"]), wide_only=True),
     Column("p-adjusted", lambda i: i["statistics"]["p_adjusted"], wide_only=True),
     Column("q-value", lambda i: i["statistics"]["q_value"], wide_only=True),
     Column("distinct-tests", lambda i: i["statistics"]["distinct_tests"], wide_only=True),
@@ -195,7 +196,7 @@ def tests(
 
 
 ACTION_COLUMNS = (
-    Column("at", lambda a: a["at"]),
+    Column("at", lambda a: shown_time(a["at"])),
     Column("action", lambda a: a["action"]),
     Column("status", lambda a: a["status"]),
     Column("runner", lambda a: a.get("runner")),

@@ -18,10 +18,12 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from common.plural import counted
 from runnerctl.client import ApiError, Client
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import stderr
+from runnerctl.times import shown_time
 
 RESULT_BATCH = 5000
 REPORT_BATCH = 500
@@ -95,8 +97,8 @@ def import_files(
         else:
             _import_ndjson(client, path, tally, restart)
     stderr.print(
-        f"imported {tally.results} results ({tally.new_results} new) and {tally.reports} reports "
-        f"({tally.new_reports} new)",
+        f"imported {counted(tally.results, 'result')} ({tally.new_results} new) and "
+        f"{counted(tally.reports, 'report')} ({tally.new_reports} new)",
         markup=False,
     )
     if no_wait:
@@ -106,7 +108,7 @@ def import_files(
     status = client.post("/v1/analysis/run", timeout=1800)
     counts: dict[str, int] = status["incidents"]
     typer.echo(
-        f"analysis as of {status['as_of']}: {sum(counts.values())} incidents ({counts['sick']} sick, "
+        f"analysis as of {shown_time(status['as_of'])}: {counted(sum(counts.values()), 'incident')} ({counts['sick']} sick, "
         f"{counts['suspect']} suspect); see `runnerctl get incidents` (a read token)"
     )
 

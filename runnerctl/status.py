@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from common.plural import counted
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import Column, check_format, emit, stdout
@@ -55,6 +56,6 @@ def status(
     if output in ("table", "wide"):
         open_incidents = [i for i in incidents if i["state"] != "resolved"]
         stdout.print(
-            f"\n{len(open_incidents)} open incidents, {len(outages)} outages in the stored history",
+            f"\n{counted(len(open_incidents), 'open incident')}, {counted(len(outages), 'outage')} in the stored history",
             markup=False,
         )

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from common.plural import counted, noun
 from runnerctl.client import Client
 from runnerctl.config import Target
 from runnerctl.demo import baseline, local_controller, story, workdir
@@ -136,7 +137,10 @@ def _verdict(say: Narrator, admin: Client) -> dict[str, Any]:
     say.step(5, "Verdict", "which failures are beyond chance, where, and why")
     with say.waiting("analysing"):
         status = admin.post("/v1/analysis/run", timeout=300)
-    say.line(f"analysed {status['results']:,} results and {status['readings']:,} readings")
+    say.line(
+        f"analysed {status['results']:,} {noun(status['results'], 'result')} and "
+        f"{status['readings']:,} {noun(status['readings'], 'reading')}"
+    )
     say.runnerctl("get", "incidents")
     incidents = admin.get("/v1/incidents", params={"state": "sick"})["items"]
     sick = [i for i in incidents if i["kind"] == "runner"]
@@ -146,8 +150,8 @@ def _verdict(say: Narrator, admin: Client) -> dict[str, Any]:
     incident: dict[str, Any] = sick[0]
     stats = incident["statistics"]
     say.ok(
-        f"runner {incident['entity']} is sick, dimension {incident['dimension']}: {stats['failures']} failures "
-        f"across {stats['distinct_tests']} distinct tests ({_which(incident)}), {_times(stats['ratio'])} its "
+        f"runner {incident['entity']} is sick, dimension {incident['dimension']}: {counted(stats['failures'], 'failure')} "
+        f"across {counted(stats['distinct_tests'], 'distinct test')} ({_which(incident)}), {_times(stats['ratio'])} its "
         f"peers' rates predict; its own disk readings cover {incident['evidence']['coverage']:.0%} of them"
     )
     return incident
@@ -267,7 +271,7 @@ def _flake_records(say: Narrator, admin: Client, incident: dict[str, Any]) -> No
     # The rule a failure-counting scorer applies: failed twice or more, and passed otherwise.
     naive = sum(1 for t in tests.values() if 2 <= t["failures"] < t["executions"])
     say.line(
-        f"{len(tests)} tests failed at least once; a failure-counting scorer (two failures make a flake) "
+        f"{counted(len(tests), 'test')} failed at least once; a failure-counting scorer (two failures make a flake) "
         f"would quarantine {naive} of them. runnerctl:"
     )
     width = max(len(t) for t in tests)

@@ -29,7 +29,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory, story: Fleet) -> Iterator
     with running_controller(tmp, env={"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0"}) as controller:
         done = ctl(controller, "import", str(history), state=tmp / "state")
         assert done.returncode == 0, done.stderr
-        assert "1 incidents (1 sick, 0 suspect)" in done.stdout
+        assert "1 incident (1 sick, 0 suspect)" in done.stdout
         yield controller, history
 
 
@@ -52,7 +52,7 @@ def test_an_ingest_token_imports_and_waits(imported: tuple[Controller, Path], tm
     controller, history = imported
     done = ctl(controller, "import", str(history), state=tmp_path, token=controller.token("ingest"))
     assert done.returncode == 0, done.stderr
-    assert "1 incidents (1 sick, 0 suspect)" in done.stdout
+    assert "1 incident (1 sick, 0 suspect)" in done.stdout
 
 
 def test_incidents_name_the_sick_runner(imported: tuple[Controller, Path]) -> None:

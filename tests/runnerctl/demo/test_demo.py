@@ -110,7 +110,7 @@ def test_the_demo_judges_drains_reruns_clears_and_hands_over(tmp_path: Path) -> 
         # too is left out; the verdict line counts the same tests the story and the README do.
         (clearing,) = [line for line in demo.lines if "controller  clear-flakes done:" in line]
         victims = len(story.VICTIMS)
-        assert f"these {victims} test(s) failed because of the runner (disk), not because they are flaky" in (
+        assert f"these {victims} tests failed because of the runner (disk), not because they are flaky" in (
             clearing
         )
         (verdict,) = [line for line in demo.lines if f"runner {story.SICK} is sick" in line]
@@ -162,7 +162,7 @@ def test_the_demo_judges_drains_reruns_clears_and_hands_over(tmp_path: Path) -> 
             f"runner/{story.SICK} already cordoned (dry run)\nrunner/{story.SICK} drained (dry run)\n",
         )
         assert again.stderr.startswith(
-            f"nothing to rerun: all {len(rebuilds)} failed job(s) of {incident} were rerun before and are "
+            f"nothing to rerun: all {len(rebuilds)} failed jobs of {incident} were rerun before and are "
             "not rerun again: "
         ), again.stderr
         refused = run(env, "drain", "linux-02", "--rerun", "--dry-run")
