@@ -498,6 +498,9 @@ class Actions:
         """A rerun finished (polled, or pushed by the provider's webhook)."""
         with self.engine.begin() as conn:
             store.update_rerun(conn, row.key, state=outcome)
+            # The result belongs to the rerun: it ran under that rerun's mode, or under none when an
+            # operator asked for it (a drain), which the audit log should say rather than leave blank.
+            mode, asked_by = audit.mode_and_actor(conn, row.key)
         self.metrics.reruns.labels(outcome).inc()
         self.note(
             f"rerun-result:{row.key}",
@@ -507,6 +510,8 @@ class Actions:
             runner_id=row.runner_id,
             incident_id=row.incident_id,
             job_id=row.job_id,
+            mode=mode,
+            reason=None if asked_by in (None, CONTROLLER) else f"a rerun {asked_by} asked for",
             detail=f"rerun {row.new_job_id} of job {row.job_id} {outcome}",
         )
 
@@ -519,6 +524,7 @@ class Actions:
         """
         with self.engine.connect() as conn:
             rows = store.reruns(conn)
+            asked = {row.key: audit.mode_and_actor(conn, row.key) for row in rows}
         by_incident: dict[str, list[Any]] = {}
         for row in rows:
             by_incident.setdefault(row.incident_id, []).append(row)
@@ -538,6 +544,10 @@ class Actions:
             )
             if kept:
                 reason += f"; not cleared, flaky on their own failures elsewhere: {', '.join(kept)}"
+            # A clearance follows from its reruns: it ran under their mode, or none if an operator
+            # asked for them (or, rarely, some of each).
+            modes = {asked[r.key][0] for r in runs}
+            mode = modes.pop() if len(modes) == 1 else None
             with self.engine.begin() as conn:
                 added = store.add_clearance(conn, incident_id, runs[0].runner_id, tests, reason)
             if added:
@@ -548,6 +558,7 @@ class Actions:
                     actor=CONTROLLER,
                     runner_id=runs[0].runner_id,
                     incident_id=incident_id,
+                    mode=mode,
                     reason=reason,
                     detail=", ".join(tests),
                 )

@@ -102,6 +102,13 @@ def status_of(conn: Connection, key: str) -> str | None:
     return None if found is None else str(found)
 
 
+def mode_and_actor(conn: Connection, key: str) -> tuple[str | None, str | None]:
+    """The mode and actor recorded under `key`; (None, None) when nothing is."""
+    t = tables.actions
+    found = conn.execute(select(t.c.mode, t.c.actor).where(t.c.key == key)).first()
+    return (None, None) if found is None else (found.mode, found.actor)
+
+
 def intended(conn: Connection, key_prefix: str) -> list[Any]:
     """Entries under keys starting with `key_prefix` still `intended`: attempts a crash interrupted."""
     t = tables.actions

@@ -449,3 +449,38 @@ def test_a_crash_during_a_deferred_reruns_second_try_never_reruns_twice(engine: 
     assert provider.count("rerun") == 1
     with engine.connect() as conn:
         assert [r.state for r in store.reruns(conn)] == ["unknown"]
+
+
+def modes(engine: Engine, *names: str) -> list[tuple[str, str | None, str | None]]:
+    with engine.connect() as conn:
+        rows = conn.execute(select(tables.actions).order_by(tables.actions.c.id))
+        return [(r.action, r.mode, r.reason) for r in rows if r.action in names]
+
+
+def test_results_and_clearances_carry_the_mode_their_reruns_ran_under(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [incident("r1")])
+    rem.tick()
+    provider.outcomes = {"re-j1": "passed", "re-j2": "passed"}
+    rem.tick()
+    shown = modes(engine, "rerun", "rerun-result", "clear-flakes")
+    assert [(action, mode) for action, mode, _reason in shown] == [
+        ("rerun", "auto"),
+        ("rerun", "auto"),
+        ("rerun-result", "auto"),
+        ("rerun-result", "auto"),
+        ("clear-flakes", "auto"),
+    ]
+
+
+def test_results_of_an_operators_drain_say_whose_rerun_it_was(engine: Engine) -> None:
+    provider = Double()
+    rem = make(engine, provider, [incident("r1")], mode="approve")
+    rem.drain("r1", "alice", "approved", rerun=True, dry_run=False)
+    provider.outcomes = {"re-j1": "passed", "re-j2": "passed"}
+    rem.tick()
+    assert modes(engine, "rerun-result") == [
+        ("rerun-result", None, "a rerun alice asked for"),
+        ("rerun-result", None, "a rerun alice asked for"),
+    ]
+    assert [mode for _a, mode, _r in modes(engine, "clear-flakes")] == [None]
