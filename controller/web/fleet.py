@@ -15,6 +15,7 @@ from controller.analysis.engine import HEALTH_ORDER, Analysis
 from controller.web import heatmap
 from controller.web.format import parse_ms
 from controller.web.heatmap import HeatMap, HeatRow
+from controller.web.trend import Trend, trend_of
 
 OPEN_STATES = ("sick", "suspect")
 BROAD_KINDS = ("pool", "image")
@@ -42,6 +43,7 @@ class RunnerRow:
     # Open pool or image incidents this runner's failures belong to: its own health stays that of the
     # runner (as the API says), but the operator should see it is not clean.
     via: list[dict[str, Any]] = field(default_factory=list)
+    trend: Trend | None = None  # its heat-map row as a failure-rate line
 
     @property
     def failure_rate(self) -> float:
@@ -119,10 +121,12 @@ def build_page(
     heat_rows = {row.key: row for row in heat.rows}
     rows = _runner_rows(runners, open_incidents, heat_rows)
     broad = [(i, _members(i)) for i in open_incidents if i["kind"] in BROAD_KINDS]
+    starts = [c.start_ms for c in heat.columns]
     by_pool: dict[str, list[RunnerRow]] = {}
     for pool, row in rows:
         via = [i for i, members in broad if row.key in members]
-        by_pool.setdefault(pool, []).append(replace(row, via=via) if via else row)
+        trend = trend_of(row.heat, starts) if row.heat else None
+        by_pool.setdefault(pool, []).append(replace(row, via=via, trend=trend))
     pools = []
     for name in sorted(by_pool):
         mode, budget = policy_of(None if name == "<none>" else name)

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from common.plural import counted, noun
 from common.timeutil import from_ms, to_ms
+from controller.remediation.actions import CONTROLLER
 
 
 def parse_ms(value: str | None, default: int) -> int:
@@ -65,7 +67,30 @@ def reading(values: dict[str, float]) -> str:
     return ", ".join(parts) or "–"
 
 
+def mode(action: dict[str, Any]) -> tuple[str, str]:
+    """The audit log's mode column as (text, why): the pool's mode an action ran under, or why it ran
+    under none, so that a blank never leaves the operator guessing."""
+    if action.get("mode"):
+        return str(action["mode"]), f"ran under the pool's remediation mode {action['mode']}"
+    if action.get("actor") not in (None, CONTROLLER):
+        return (
+            "operator",
+            "asked for by a person: a pool's mode governs only what the controller does on its own",
+        )
+    if action.get("action") in ("rerun-result", "clear-flakes"):
+        return (
+            "none",
+            "follows reruns an operator asked for (runnerctl drain --rerun), which no pool mode governs",
+        )
+    if action.get("action") == "fleet-incident":
+        return "none", "fleet-wide: no single pool's mode applies"
+    return "none", "the controller's bookkeeping in every mode (e.g. a cordon's expiry)"
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
+    "counted": counted,
+    "noun": noun,
+    "mode": mode,
     "pct": pct,
     "pvalue": pvalue,
     "when": when,

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from controller.api import runners as runners_api
 from controller.db import tables
 from controller.remediation import audit
-from controller.web import session
+from controller.web import session, trend
 from controller.web.fleet import FleetPage, build_page
 from controller.web.format import FILTERS
 
@@ -42,6 +42,7 @@ templates = Environment(
     lstrip_blocks=True,
 )
 templates.filters.update(FILTERS)
+templates.globals.update(trend_height=trend.HEIGHT, trend_floor=trend.y_of(0.0), trend_ceiling=trend.CEILING)
 router = APIRouter(include_in_schema=False)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from controller.web.trend import y_of
 from tests.chromium import browser_errors, chromium, full_page_screenshot, require_chromium
 from tests.servers import REPO, Controller, runnerctl_cmd, running_controller
 from tests.sim import simulate
@@ -173,6 +174,28 @@ def test_the_page_in_chromium(served: Controller, tmp_path: Path) -> None:
         assert hottest[SICK] > max(level for name, level in hottest.items() if name != SICK)
         assert rows[SICK].find_elements(By.CSS_SELECTOR, "td.c.inc"), "no cell marked inside the incident"
 
+        # No runs is not zero failures, on the sick runner's tinted row too: a bin where nothing ran
+        # looks unlike one that ran clean, and the legend shows each as the grid does.
+        looks = driver.execute_script(CELL_LOOKS, SICK)
+        assert looks["empty"] != looks["clean"]
+        assert "gradient" in looks["empty"][0] and looks["clean"][0] == "none"
+        assert (looks["legend_empty"], looks["legend_clean"]) == (looks["empty"], looks["clean"])
+        legend = driver.find_element(By.CSS_SELECTOR, "#fleet .legend").text
+        assert "no runs (hatched)" in legend and "ran, 0 failed" in legend
+
+        # Each runner has a trend beside its counts: one step per bin that ran, at the height of that
+        # bin's failure rate as the heat map's cell reports it, and a gap where nothing ran.
+        assert "a gap: no runs" in driver.find_element(By.CSS_SELECTOR, "[aria-label='trend legend']").text
+        trends = {name: (width, path, titles) for name, width, path, titles in driver.execute_script(TRENDS)}
+        assert set(trends) == set(rows)
+        for name, (width, path, titles) in trends.items():
+            counts = [tuple(map(int, re.findall(r"· (\d+)/(\d+) failed", t)[0])) for t in titles]
+            bin_width = float(width) / len(counts)
+            steps = {round(x0 / bin_width): y for x0, _x1, y in _steps(path)}
+            ran = {j: y_of(f / e) for j, (f, e) in enumerate(counts) if e}
+            assert steps == pytest.approx(ran, abs=0.011), name
+        assert trends[SICK][1].count("M") > 1, "the sick runner's empty bins should break its trend"
+
         # The outage spans the fleet: its columns are marked above every row.
         assert driver.find_elements(By.CSS_SELECTOR, "tr.outages th.ot.on")
 
@@ -186,7 +209,54 @@ def test_the_page_in_chromium(served: Controller, tmp_path: Path) -> None:
         flaky = driver.find_elements(By.CSS_SELECTOR, "tbody[data-verdict=flaky] tr[data-test] code")
         assert HOSTILE in [cell.text for cell in flaky]
         assert driver.find_elements(By.CSS_SELECTOR, "#actions tr.st-done")
+        # No blank mode: an operator's cordon says it was an operator's, and why no pool mode applies.
+        (mine,) = [
+            r
+            for r in driver.find_elements(By.CSS_SELECTOR, "#actions tbody tr")
+            if "operator-token" in r.text
+        ]
+        cell = mine.find_element(By.CSS_SELECTOR, "td.mode")
+        assert cell.text == "operator" and "asked for by a person" in (cell.get_attribute("title") or "")
     assert errors == []
+
+
+CELL_LOOKS = """
+const look = el => { const s = getComputedStyle(el); return [s.backgroundImage, s.backgroundColor]; };
+const row = document.querySelector(`tr.runner[data-runner="${arguments[0]}"]`);
+return {
+  empty: look(row.querySelector('td.c.lx')),
+  clean: look(row.querySelector('td.c.l0')),
+  legend_empty: look(document.querySelector('.legend [data-legend=no-runs]')),
+  legend_clean: look(document.querySelector('.legend [data-legend=no-failures]')),
+};
+"""
+
+TRENDS = """
+return Array.from(document.querySelectorAll('tr.runner')).map(row => {
+  const svg = row.querySelector('td.trend svg.trend');
+  return [
+    row.dataset.runner,
+    svg.getAttribute('width'),
+    svg.querySelector('path.rate').getAttribute('d'),
+    Array.from(row.querySelectorAll('td.c'), cell => cell.getAttribute('title')),
+  ];
+});
+"""
+
+
+def _steps(path: str) -> list[tuple[float, float, float]]:
+    """The horizontal steps (x0, x1, y) of a trend's path: `M x,y` moves, `V y` rises or falls, `H x` steps."""
+    x = y = 0.0
+    out = []
+    for command, a, b in re.findall(r"([MVH])([\d.]+)(?:,([\d.]+))?", path):
+        if command == "M":
+            x, y = float(a), float(b)
+        elif command == "V":
+            y = float(a)
+        else:
+            out.append((x, float(a), y))
+            x = float(a)
+    return out
 
 
 HOTTEST = """
