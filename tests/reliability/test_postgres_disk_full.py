@@ -22,8 +22,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from agent.settings import SpoolSettings
-from agent.spool import Spool
 from tests.agent import agent_process
 from tests.postgres import require_postgres, running_postgres
 from tests.reliability import loopfs
@@ -31,8 +29,10 @@ from tests.reliability.traffic import (
     Client,
     Ledger,
     agent_report,
+    agent_seqs,
     reports_body,
     result_records,
+    spooled,
     stored,
     wait_until,
 )
@@ -42,20 +42,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.needs_postgres]
 
 AGENT = "pg-full-runner"  # the real runner-agent
 CLIENT = "pg-full-client"  # reports sent by the traffic helpers, three readings each
-
-
-def agent_seqs(db: str) -> list[int]:
-    with database(db) as conn:
-        rows = conn.execute(text("SELECT seq FROM reports WHERE runner_id = :r ORDER BY seq"), {"r": AGENT})
-        return [int(seq) for (seq,) in rows]
-
-
-def spooled(state: Path) -> int:
-    spool = Spool(state, SpoolSettings())
-    try:
-        return spool.stats()["reports"]
-    finally:
-        spool.close()
 
 
 def test_postgres_data_disk_full_refuses_clearly_and_recovers_by_itself(tmp_path: Path) -> None:
@@ -90,7 +76,7 @@ def test_postgres_data_disk_full_refuses_clearly_and_recovers_by_itself(tmp_path
                 )
                 agent = agent_process.start(config, tmp_path / "agent.log")
                 try:
-                    wait_until(lambda: len(agent_seqs(url)) >= 3, 30, "the agent's first reports")
+                    wait_until(lambda: len(agent_seqs(url, AGENT)) >= 3, 30, "the agent's first reports")
                     before = stored(url, ledger, agent_prefix=CLIENT)
 
                     filler = loopfs.fill(volume)
@@ -161,7 +147,7 @@ def test_postgres_data_disk_full_refuses_clearly_and_recovers_by_itself(tmp_path
                 ).one()
             last = spool.last_seq(agent_id, boot_id)
             spool.close()
-            assert agent_seqs(url) == list(range(1, last + 1))  # every report the agent made, once
+            assert agent_seqs(url, AGENT) == list(range(1, last + 1))  # every report the agent made, once
             after = stored(url, ledger, agent_prefix=CLIENT)
 
     log = (tmp_path / "agent.log").read_text()

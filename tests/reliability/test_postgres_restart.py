@@ -10,30 +10,23 @@ import pytest
 import requests
 from sqlalchemy import text
 
-from agent.settings import SpoolSettings
-from agent.spool import Spool
 from tests.agent import agent_process
 from tests.postgres import PostgresServer
-from tests.reliability.traffic import Ledger, Senders, agent_report, reports_body, stored, wait_until
+from tests.reliability.traffic import (
+    Ledger,
+    Senders,
+    agent_report,
+    agent_seqs,
+    reports_body,
+    spooled,
+    stored,
+    wait_until,
+)
 from tests.servers import database, running_controller
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_postgres]
 
 AGENT = "pg-agent"
-
-
-def agent_seqs(db: str) -> list[int]:
-    with database(db) as conn:
-        rows = conn.execute(text("SELECT seq FROM reports WHERE runner_id = :r ORDER BY seq"), {"r": AGENT})
-        return [int(seq) for (seq,) in rows]
-
-
-def spooled(state: Path) -> int:
-    spool = Spool(state, SpoolSettings())
-    try:
-        return spool.stats()["reports"]
-    finally:
-        spool.close()
 
 
 def test_postgres_restart_under_load(tmp_path: Path, postgres_server: PostgresServer) -> None:
@@ -53,7 +46,9 @@ def test_postgres_restart_under_load(tmp_path: Path, postgres_server: PostgresSe
             with Senders(
                 lambda: controller.url, controller.admin_token, ledger, reporters=2, uploaders=1, name="pg"
             ):
-                wait_until(lambda: len(ledger.batches_acked) >= 2 and len(agent_seqs(url)) >= 3, 30, "ingest")
+                wait_until(
+                    lambda: len(ledger.batches_acked) >= 2 and len(agent_seqs(url, AGENT)) >= 3, 30, "ingest"
+                )
                 served_by = controller.process.pid if controller.process else None
 
                 postgres_server.stop()
@@ -91,7 +86,7 @@ def test_postgres_restart_under_load(tmp_path: Path, postgres_server: PostgresSe
             ).one()
         last = spool.last_seq(agent_id, boot_id)
         spool.close()
-        assert agent_seqs(url) == list(range(1, last + 1))  # every report the agent made, once
+        assert agent_seqs(url, AGENT) == list(range(1, last + 1))  # every report the agent made, once
         after = stored(url, ledger, agent_prefix="pg-agent-")
 
     assert "controller answered HTTP 503" in (tmp_path / "agent.log").read_text()  # it met the outage

@@ -14,11 +14,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import requests
 from sqlalchemy import text
 
+from agent.settings import SpoolSettings
+from agent.spool import Spool
 from tests.servers import database
 
 READINGS_PER_REPORT = 3
@@ -333,3 +336,19 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def agent_seqs(db: str, runner: str) -> list[int]:
+    """The sequence numbers stored of a real runner-agent's reports, in order."""
+    with database(db) as conn:
+        rows = conn.execute(text("SELECT seq FROM reports WHERE runner_id = :r ORDER BY seq"), {"r": runner})
+        return [int(seq) for (seq,) in rows]
+
+
+def spooled(state: Path) -> int:
+    """How many reports a runner-agent with this state directory still holds in its spool."""
+    spool = Spool(state, SpoolSettings())
+    try:
+        return spool.stats()["reports"]
+    finally:
+        spool.close()
