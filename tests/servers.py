@@ -27,6 +27,9 @@ from controller.tokens import create_token
 REPO = Path(__file__).resolve().parent.parent
 
 
+START_TIMEOUT_S = 120
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -119,18 +122,21 @@ class Controller:
                 cwd=REPO,
                 env=env,
             )
-        deadline = time.monotonic() + 30
+        # A guard against a hang, not a measure of speed: on a loaded 2-core machine hundreds of
+        # controllers start while others work, and one start may take far longer than the usual 2 s.
+        deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
                     f"controller exited with {self.process.returncode}:\n{self.log.read_text()}"
                 )
             try:
-                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if requests.get(self.url + "/healthz", timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or too busy to answer in time
                 time.sleep(0.1)
-        raise RuntimeError(f"controller did not start:\n{self.log.read_text()}")
+        self.stop(signal.SIGKILL)  # never leave a half-started controller behind
+        raise RuntimeError(f"controller did not start within {START_TIMEOUT_S} s:\n{self.log.read_text()}")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process and self.process.poll() is None:

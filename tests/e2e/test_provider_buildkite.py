@@ -122,7 +122,13 @@ def post(story: Story, body: bytes, headers: dict[str, str]) -> requests.Respons
 def test_webhook_refusals_store_nothing(story: Story) -> None:
     controller, bk = story.controller, story.buildkite
     (job_id,) = bk.create_build(["lint"])
-    bk.wait_for("the job", lambda: bk.jobs[job_id].state in ("passed", "failed"), timeout=20)
+    # Counted once the controller has answered Buildkite's own delivery of the finished job: a job
+    # already finished may still have its delivery in flight, and it would land among the refusals.
+    bk.wait_for(
+        "the job's delivery",
+        lambda: any(event == "job.finished" and job == job_id for event, job, _ in bk.deliveries),
+        timeout=60,
+    )
     # Take the delivery Buildkite sent, and send it again in each bad shape.
     body, headers = bk.delivery("job.finished", bk.jobs[job_id])
     results, deliveries = controller.count("results"), controller.count("webhook_deliveries")

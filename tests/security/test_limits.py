@@ -184,7 +184,9 @@ def test_slow_clients_are_cut_off_and_block_nobody(strict: Controller) -> None:
             assert received.startswith(b"HTTP/1.1 408 Request Timeout"), (kind, received)
             assert b"request not received in time" in received
             assert limit - 0.2 < elapsed < limit + 1.0, (kind, elapsed)
-    assert len(latencies) > 10 and max(latencies) < 1.0, latencies
+    # Served throughout, and none waited for a slow client: one that did would have taken until that
+    # client's deadline. (How fast each answer came on a busy machine is not this test's business.)
+    assert len(latencies) > 10 and max(latencies) < REQUEST_TIMEOUT_S - 0.5, latencies
 
 
 def test_a_silent_connection_is_closed(strict: Controller) -> None:
