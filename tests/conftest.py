@@ -1,5 +1,5 @@
 """Controllers over both databases: every test that takes `controller` or `shared_controller` runs on
-SQLite and on PostgreSQL (one server per session, a fresh database per controller)."""
+SQLite and on PostgreSQL (one server per test process, a fresh database per controller)."""
 
 from __future__ import annotations
 
