@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 from tests.agent import agent_process
 from tests.postgres import require_postgres, running_postgres
@@ -30,13 +29,14 @@ from tests.reliability.traffic import (
     Ledger,
     agent_report,
     agent_seqs,
+    assert_agent_delivered_once,
     reports_body,
     result_records,
     spooled,
     stored,
     wait_until,
 )
-from tests.servers import database, running_controller
+from tests.servers import running_controller
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_postgres]
 
@@ -139,15 +139,9 @@ def test_postgres_data_disk_full_refuses_clearly_and_recovers_by_itself(tmp_path
                     assert controller.process.poll() is None
                 finally:
                     assert agent_process.stop(agent) == 0
-                spool = agent_process.drain(state, controller.url, controller.token("agent", AGENT))
-            assert spool.stats()["reports"] == 0 and spool.stats()["dropped_total"] == 0
-            with database(url) as conn:
-                (agent_id, boot_id) = conn.execute(
-                    text("SELECT DISTINCT agent_id, boot_id FROM reports WHERE runner_id = :r"), {"r": AGENT}
-                ).one()
-            last = spool.last_seq(agent_id, boot_id)
-            spool.close()
-            assert agent_seqs(url, AGENT) == list(range(1, last + 1))  # every report the agent made, once
+                last = assert_agent_delivered_once(
+                    state, controller.url, controller.token("agent", AGENT), url, AGENT
+                )
             after = stored(url, ledger, agent_prefix=CLIENT)
 
     log = (tmp_path / "agent.log").read_text()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import requests
-from sqlalchemy import text
 
 from tests.agent import agent_process
 from tests.postgres import PostgresServer
@@ -17,12 +16,13 @@ from tests.reliability.traffic import (
     Senders,
     agent_report,
     agent_seqs,
+    assert_agent_delivered_once,
     reports_body,
     spooled,
     stored,
     wait_until,
 )
-from tests.servers import database, running_controller
+from tests.servers import running_controller
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_postgres]
 
@@ -78,15 +78,7 @@ def test_postgres_restart_under_load(tmp_path: Path, postgres_server: PostgresSe
                 wait_until(lambda: spooled(state) <= 2, 30, "the agent to deliver its backlog")
         finally:
             assert agent_process.stop(agent) == 0
-        spool = agent_process.drain(state, controller.url, controller.token("agent", AGENT))
-        assert spool.stats()["reports"] == 0 and spool.stats()["dropped_total"] == 0
-        with database(url) as conn:
-            (agent_id, boot_id) = conn.execute(
-                text("SELECT DISTINCT agent_id, boot_id FROM reports WHERE runner_id = :r"), {"r": AGENT}
-            ).one()
-        last = spool.last_seq(agent_id, boot_id)
-        spool.close()
-        assert agent_seqs(url, AGENT) == list(range(1, last + 1))  # every report the agent made, once
+        assert_agent_delivered_once(state, controller.url, controller.token("agent", AGENT), url, AGENT)
         after = stored(url, ledger, agent_prefix="pg-agent-")
 
     assert "controller answered HTTP 503" in (tmp_path / "agent.log").read_text()  # it met the outage

@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from agent.settings import SpoolSettings
 from agent.spool import Spool
+from tests.agent import agent_process
 from tests.servers import database
 
 READINGS_PER_REPORT = 3
@@ -352,3 +353,18 @@ def spooled(state: Path) -> int:
         return spool.stats()["reports"]
     finally:
         spool.close()
+
+
+def assert_agent_delivered_once(state: Path, server: str, token: str, db: str, runner: str) -> int:
+    """Drain a stopped runner-agent's spool to the controller, then check that every report it made is
+    stored exactly once and none was dropped; how many it made."""
+    spool = agent_process.drain(state, server, token)
+    assert spool.stats()["reports"] == 0 and spool.stats()["dropped_total"] == 0
+    with database(db) as conn:
+        (agent_id, boot_id) = conn.execute(
+            text("SELECT DISTINCT agent_id, boot_id FROM reports WHERE runner_id = :r"), {"r": runner}
+        ).one()
+    last = spool.last_seq(agent_id, boot_id)
+    spool.close()
+    assert agent_seqs(db, runner) == list(range(1, last + 1))  # every report the agent made, once
+    return int(last)
