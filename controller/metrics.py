@@ -69,6 +69,12 @@ class Metrics:
             ["status"],
             registry=r,
         )
+        self.jobs_ingested = Counter(
+            "runnerctl_ingest_jobs_total",
+            "CI job records received, by whether they were new",
+            ["status"],
+            registry=r,
+        )
         self.reports_ingested = Counter(
             "runnerctl_ingest_reports_total",
             "Agent reports received, by whether they were new",

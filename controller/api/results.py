@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from common.api import ResultsAccepted
 from common.identity import RunnerIdentity
@@ -40,25 +40,29 @@ _RESULTS_BODY: dict[str, Any] = {
 }
 
 
-def parse_results(body: bytes, content_type: str, limit: int) -> list[TestResult]:
+Record = TypeVar("Record", bound=BaseModel)
+
+
+def parse_records(model: type[Record], body: bytes, content_type: str, limit: int, what: str) -> list[Record]:
+    """A JSON array or NDJSON of `model` records, bounded to `limit`; errors name the line or item."""
     stripped = body.lstrip()
     if not stripped:
-        raise ApiError(422, "empty body: send a JSON array of result records, or NDJSON")
+        raise ApiError(422, f"empty body: send a JSON array of {what} records, or NDJSON")
     ndjson = "ndjson" in content_type or "jsonl" in content_type or not stripped.startswith(b"[")
     if ndjson:
         lines = [line for line in body.splitlines() if line.strip()]
         if len(lines) > limit:
             raise ApiError(413, f"{len(lines)} records exceed the limit of {limit} per request")
-        records: list[TestResult] = []
+        records: list[Record] = []
         for number, line in enumerate(lines):
             try:
-                records.append(TestResult.model_validate_json(line))
+                records.append(model.model_validate_json(line))
             except ValidationError as error:
                 raise invalid_input(error, ("body", number), what=f"line {number + 1}: ") from error
         refuse_nul(body, records)
         return records
     try:
-        records = _ARRAY.validate_json(body)
+        records = TypeAdapter(list[model]).validate_json(body)  # type: ignore[valid-type]
     except ValidationError as error:
         raise invalid_input(error) from error
     if len(records) > limit:
@@ -73,7 +77,8 @@ async def post_results(
 ) -> ResultsAccepted:
     settings = request.app.state.settings
     body = await read_bounded(request, settings.max_body_bytes)
-    records = parse_results(body, request.headers.get("content-type", ""), settings.max_results_per_request)
+    content_type = request.headers.get("content-type", "")
+    records = parse_records(TestResult, body, content_type, settings.max_results_per_request, "result")
     return await run_in_threadpool(request.app.state.ingest.results, records)
 
 

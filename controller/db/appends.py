@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 # pg_advisory_xact_lock(int4, int4): a namespace ('rctl') and one key per appended table.
 _NAMESPACE = 0x7263746C
-_KEYS = {"results": 1, "readings": 2}
+_KEYS = {"results": 1, "readings": 2, "jobs": 3}
 
 
 def serialise_appends(conn: Connection, table: Table) -> None:

@@ -120,6 +120,36 @@ readings = Table(
     Index("ix_readings_report", "report_id"),  # 0005: retention deletes reports, which cascades here
 )
 
+# One finished CI job attempt (0009): what tells a black-hole runner, whose jobs die before any test.
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dedup_key", String(32), nullable=False, unique=True),
+    Column("job_id", String(500), nullable=False),
+    Column("run_id", String(500)),
+    Column("attempt", Integer),
+    Column("name", String(500), nullable=False),
+    Column("conclusion", String(20), nullable=False),
+    Column("failed_step", String(500)),
+    Column("failure_reason", String(200)),
+    Column("started_ms", BigInteger),
+    Column("finished_ms", BigInteger, nullable=False),
+    Column("tests", Integer),
+    Column("commit", String(200)),
+    Column("runner_id", String(200), nullable=False),
+    Column("machine", String(200), nullable=False),
+    Column("pool", String(200), nullable=False),
+    Column("image", String(200)),
+    Column("shard", String(200)),
+    Column("ephemeral", Boolean, nullable=False, default=False),
+    Column("provider", String(200)),
+    Column("ingested_ms", BigInteger, nullable=False),
+    Index("ix_jobs_finished", "finished_ms"),
+    Index("ix_jobs_runner_finished", "runner_id", "finished_ms"),
+    Index("ix_jobs_job", "job_id"),
+)
+
 incidents = Table(
     "incidents",
     metadata,

@@ -11,10 +11,12 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
 from common.api import ReportsAccepted, ResultsAccepted
+from common.jobs import JobRecord
 from common.reports import AgentReport
 from common.results import TestResult
 from controller.db import tables
 from controller.db.upsert import insert_ignore_rows
+from controller.ingest.job_records import store_jobs
 from controller.ingest.reports import store_reports
 from controller.ingest.results import StoreOutcome, store_results
 from controller.metrics import Metrics
@@ -36,6 +38,16 @@ class Ingest:
             outcome = store_results(conn, records, now_ms)
         self._metrics.results_ingested.labels("new").inc(outcome.new)
         self._metrics.results_ingested.labels("duplicate").inc(outcome.duplicate)
+        if outcome.new:
+            self._on_new_data()
+        return ResultsAccepted(accepted=outcome.accepted, new=outcome.new, duplicate=outcome.duplicate)
+
+    def jobs(self, records: Sequence[JobRecord]) -> ResultsAccepted:
+        now_ms = int(time.time() * 1000)
+        with self._locked(), self._engine.begin() as conn:
+            outcome = store_jobs(conn, records, now_ms)
+        self._metrics.jobs_ingested.labels("new").inc(outcome.new)
+        self._metrics.jobs_ingested.labels("duplicate").inc(outcome.duplicate)
         if outcome.new:
             self._on_new_data()
         return ResultsAccepted(accepted=outcome.accepted, new=outcome.new, duplicate=outcome.duplicate)
