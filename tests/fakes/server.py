@@ -104,7 +104,7 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(response.body)
 
-            do_GET = do_POST = do_PUT = do_DELETE = _handle
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
             def log_message(self, *_args: object) -> None:
                 pass
@@ -157,7 +157,9 @@ class FakeServer:
 
     # -- what tests read ------------------------------------------------------------------------------
 
-    def calls(self, *, methods: tuple[str, ...] = ("POST", "PUT", "DELETE"), under: str = "") -> list[str]:
+    def calls(
+        self, *, methods: tuple[str, ...] = ("POST", "PUT", "PATCH", "DELETE"), under: str = ""
+    ) -> list[str]:
         """`METHOD /path` of every recorded request (writes only, by default), in order."""
         with self.lock:
             return [r.call() for r in self.requests if r.method in methods and r.path.startswith(under)]
