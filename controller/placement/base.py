@@ -73,6 +73,8 @@ class Placement(Protocol):
     NAME: str
     calls: list[ApiCall]
 
+    def close(self) -> None: ...
+
     def fleet(self, pool: str) -> Fleet | None:
         """The fleet of this pool, or None when the pool's runners are not placed by this cluster."""
         ...

@@ -58,6 +58,9 @@ class KubernetesPlacement:
         self.client = client
         self.clock: Callable[[], float] = time.time
 
+    def close(self) -> None:
+        self.client.close()
+
     def __repr__(self) -> str:  # never the credentials the client holds
         return f"KubernetesPlacement(pools={sorted(self.fleets)})"
 
