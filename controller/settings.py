@@ -72,6 +72,9 @@ class ControllerSettings(BaseSettings):
     )
     # CI providers: {"buildbot": {"url": "http://127.0.0.1:8010/", "username": ..., "password": ...}}.
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
+    # Placements (controller/placement/, docs/providers.md "Kubernetes-hosted runners"): where a sick
+    # machine is a node, the cluster drains it: {"kubernetes": {"kubeconfig": ..., "fleets": {"linux": ...}}}.
+    placements: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
     poll_interval_s: float = Field(
         default=15.0,
         ge=0,

@@ -33,6 +33,7 @@ from controller.ingest.polling import Polling
 from controller.ingest.service import Ingest
 from controller.leadership import Leadership
 from controller.metrics import Metrics
+from controller.placement import build_placements
 from controller.providers import build_providers
 from controller.providers.base import Poller, WebhookReceiver
 from controller.providers.metered import metered
@@ -66,6 +67,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         flaky=lambda: {t["test_id"] for t in analysis_service.served().tests if t["verdict"] == "flaky"},
         leadership=leadership,
         metrics=metrics,
+        placements=build_placements(settings.placements),
     )
     retention = Retention(engine, settings, leadership, analysis_service, metrics)
     ingest = Ingest(engine, metrics, on_new_data=analysis_service.mark_dirty)

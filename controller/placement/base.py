@@ -72,6 +72,7 @@ class Fleet:
 class Placement(Protocol):
     NAME: str
     calls: list[ApiCall]
+    fleets: dict[str, Fleet]  # by pool
 
     def close(self) -> None: ...
 

@@ -25,10 +25,12 @@ from controller.errors import ProviderError
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
 from controller.periodic import Periodic
+from controller.placement.base import Placement
 from controller.providers.base import Provider, RenewsCordon
 from controller.remediation import audit, store
 from controller.remediation.actions import CONTROLLER, MARK, Actions
 from controller.remediation.audit import now_ms
+from controller.remediation.nodes import NodeDrains
 from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
 from controller.remediation.probation import Probations
@@ -52,6 +54,7 @@ class Remediator(OperatorEntryPoints):
         flaky: Callable[[], Collection[str]] | None = None,
         leadership: Leadership | None = None,
         metrics: Metrics | None = None,
+        placements: dict[str, Placement] | None = None,
     ) -> None:
         self.engine = engine
         self.metrics = metrics or Metrics()
@@ -72,6 +75,16 @@ class Remediator(OperatorEntryPoints):
             incidents,
             policy_of=lambda runner: self.policy(self.pool_of(runner)),
             budget_of=lambda runner: self.budget(self.pool_of(runner)),
+        )
+        # Sick machines that are Kubernetes nodes: the cluster drains them (nodes.py).
+        self.nodes = NodeDrains(
+            engine,
+            self.actions,
+            placements or {},
+            incidents,
+            self.policy,
+            self.readings_healthy,
+            (settings.storm_ratio, settings.storm_min_runners),
         )
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
@@ -158,6 +171,7 @@ class Remediator(OperatorEntryPoints):
             self.actions.clear_flakes(incidents, self.flaky())
             # Before the targets: a probation a new verdict fails is re-cordoned here, not judged afresh.
             self.probations.watch()
+            self.nodes.tick()
             targets = self.targets()
             if targets and self._storm(targets):
                 return
