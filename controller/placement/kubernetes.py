@@ -240,6 +240,11 @@ class KubernetesPlacement:
             if code == 429 or code >= 500:
                 raise ProviderUnavailable(self.NAME, message) from None
             raise ProviderRejected(self.NAME, message, code) from None
+        except KeyError:
+            # lightkube reads an error's Content-Type header unguarded: an answer without one (a load
+            # balancer's bare 503) surfaces as KeyError. Something other than the apiserver answered.
+            self.calls.append(ApiCall(method, path, "error without Content-Type", note))
+            raise ProviderUnavailable(self.NAME, f"{method} {path}: an error answer without a body") from None
         except httpx2.HTTPError as error:
             self.calls.append(ApiCall(method, path, "unreachable", note))
             raise ProviderUnavailable(self.NAME, f"{method} {path}: {type(error).__name__}") from None

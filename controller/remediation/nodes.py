@@ -249,6 +249,8 @@ class NodeDrains:
             )
             if not entry.new and entry.status == "done":
                 continue
+            if not entry.new:
+                audit.retry(self.engine, entry.id)  # attempted again: intended once more, before the call
             listed = calls_text(placement.calls)
             placement.calls.clear()
             try:
