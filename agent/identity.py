@@ -1,13 +1,17 @@
 """Who this runner is: explicit configuration first, then what the machine and the CI runner's own
 configuration say (hostname, machine-id, os-release, GitHub `.runner`, GitLab `config.toml`,
-Buildkite `buildkite-agent.cfg`)."""
+Buildkite `buildkite-agent.cfg`), and in a Kubernetes pod the downward API's NODE_NAME, POD_NAME and
+POD_NAMESPACE: there the node is the machine, so readings and results of single-use runner pods add up
+on the node the controller can cordon."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +45,8 @@ class Discovered:
     pool: str | None = None
     labels: list[str] = field(default_factory=list)
     ephemeral: bool | None = None
+    node: str | None = None  # the Kubernetes node this pod runs on
+    pod: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,16 +58,17 @@ class Roots:
     gitlab: tuple[str, ...] = GITLAB_CONFIGS
     buildkite: tuple[str, ...] = BUILDKITE_CONFIGS
     image_files: tuple[str, ...] = IMAGE_VERSION_FILES
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
 
 def resolve(config: IdentitySettings, roots: Roots | None = None) -> RunnerIdentity:
     found = discover(config, roots or Roots()) if config.discover else Discovered()
-    runner_id = config.id or found.name or found.hostname or found.machine_id or "unknown-runner"
+    runner_id = config.id or found.name or found.pod or found.hostname or found.machine_id or "unknown-runner"
     labels = tuple(dict.fromkeys([*config.labels, *([] if config.labels else found.labels)]))
     return RunnerIdentity(
         id=_clean(runner_id) or "unknown-runner",
         name=_clean(config.name or found.name),
-        machine=_clean(config.machine or found.hostname),
+        machine=_clean(config.machine or found.node or found.hostname),
         pool=_clean(config.pool or found.pool),
         image=_clean(config.image or found.image),
         shard=_clean(config.shard),
@@ -74,6 +81,7 @@ def resolve(config: IdentitySettings, roots: Roots | None = None) -> RunnerIdent
 def discover(config: IdentitySettings, roots: Roots) -> Discovered:
     found = Discovered(hostname=socket.gethostname() or None)
     found.machine_id = _read(roots.etc / "machine-id")
+    _downward_api(roots.env, found)
     found.image = _image(roots)
     extra = (config.runner_config,) if config.runner_config else ()
     for path in (*extra, *roots.github, *roots.gitlab, *roots.buildkite):
@@ -89,6 +97,16 @@ def discover(config: IdentitySettings, roots: Roots) -> Discovered:
         if found.provider:
             break
     return found
+
+
+def _downward_api(env: Mapping[str, str], found: Discovered) -> None:
+    """The pod spec's `env: [{name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}, ...]`
+    (packaging/kubernetes/agent.yaml): a pod's hostname is its own name, never the node's."""
+    found.node = env.get("NODE_NAME") or None
+    found.pod = env.get("POD_NAME") or None
+    namespace = env.get("POD_NAMESPACE")
+    if found.node and namespace:
+        found.labels.append(f"k8s-namespace={namespace}")
 
 
 def _image(roots: Roots) -> str | None:

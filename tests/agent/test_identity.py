@@ -89,3 +89,38 @@ def test_no_discovery() -> None:
     )
 
     assert (identity.id, identity.provider, identity.machine, identity.image) == ("x", None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "expected"),
+    [
+        (
+            {
+                "NODE_NAME": "ip-10-0-3-17",
+                "POD_NAME": "linux-x7k2p-runner-abcde",
+                "POD_NAMESPACE": "arc-runners",
+            },
+            {},
+            {
+                "id": "linux-x7k2p-runner-abcde",
+                "machine": "ip-10-0-3-17",
+                "labels": ("k8s-namespace=arc-runners",),
+            },
+        ),
+        (
+            {"NODE_NAME": "ip-10-0-3-17", "POD_NAME": "runner-agent-4f9zq", "POD_NAMESPACE": "runnerctl"},
+            {"id": "agent-ip-10-0-3-17", "labels": ("role=node-agent",)},
+            {"id": "agent-ip-10-0-3-17", "machine": "ip-10-0-3-17", "labels": ("role=node-agent",)},
+        ),
+        ({}, {}, {"id": socket.gethostname(), "machine": socket.gethostname(), "labels": ()}),
+    ],
+    ids=["runner-pod", "daemonset-agent", "not-in-a-pod"],
+)
+def test_downward_api_makes_the_node_the_machine(
+    env: dict[str, str], config: dict[str, object], expected: dict[str, object]
+) -> None:
+    identity = resolve(
+        IdentitySettings(**config),
+        Roots(etc=FIX / "etc", github=(), gitlab=(), buildkite=(), image_files=(), env=env),
+    )  # type: ignore[arg-type]
+    assert {key: getattr(identity, key) for key in expected} == expected
