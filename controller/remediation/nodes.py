@@ -16,25 +16,18 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from common.results import FAILING_OUTCOMES
-from controller.db import tables
 from controller.errors import ProviderError
-from controller.placement.base import ApiCall, Fleet, NodeState, Placement
+from controller.placement.base import Fleet, Placement
 from controller.remediation import audit
 from controller.remediation.actions import CONTROLLER, Actions
 from controller.remediation.audit import now_ms
+from controller.remediation.node_probation import NodeRecovery, calls_text
 from controller.remediation.policy import Policy, budget, is_storm
-from controller.remediation.probation import judge
 
 log = logging.getLogger(__name__)
 Target = tuple[dict[str, Any], Placement, Fleet, str]
-
-
-def calls_text(calls: list[ApiCall]) -> str:
-    return "; ".join(str(c) for c in calls)
 
 
 class NodeDrains:
@@ -55,7 +48,7 @@ class NodeDrains:
         self.policy_of = policy_of
         self.readings_healthy = readings_healthy
         self.storm = storm
-        self.healthy_since: dict[str, int] = {}
+        self.recovery = NodeRecovery(engine, actions, policy_of, readings_healthy)
 
     # -- lookups --------------------------------------------------------------------------------------
 
@@ -92,7 +85,7 @@ class NodeDrains:
             for fleet in {
                 id(f): f for f in (placement.fleet(p) for p in self._pools(placement)) if f
             }.values():
-                self._held(placement, fleet)
+                self.recovery.held(placement, fleet)
 
     def _pools(self, placement: Placement) -> list[str]:
         return sorted(getattr(placement, "fleets", {}))
@@ -136,9 +129,13 @@ class NodeDrains:
             return  # cordoned for this incident, since given back (probation or a person): decided
         if state.unschedulable and not state.ours:
             self.actions.note(
-                f"node-foreign:{iid}:{node}", "cordon", "skipped", reason=what,
-                detail="cordoned by someone else (no runnerctl label): left as it is", **self._fields(iid, node, "auto"),
-            )  # fmt: skip
+                f"node-foreign:{iid}:{node}",
+                "cordon",
+                "skipped",
+                reason=what,
+                detail="cordoned by someone else (no runnerctl label): left as it is",
+                **self._fields(iid, node, "auto"),
+            )
             return
         if not (state.ours and state.unschedulable) and not self._cordon(
             incident, placement, fleet, node, policy, what
@@ -161,9 +158,13 @@ class NodeDrains:
             else "acting on nothing"
         )
         self.actions.note(
-            f"node-{mode}:{incident['id']}:{node}", "cordon", "skipped", reason=what,
-            detail=f"mode {mode}: {then}; a drain would send: {planned}", **self._fields(incident["id"], node, mode),
-        )  # fmt: skip
+            f"node-{mode}:{incident['id']}:{node}",
+            "cordon",
+            "skipped",
+            reason=what,
+            detail=f"mode {mode}: {then}; a drain would send: {planned}",
+            **self._fields(incident["id"], node, mode),
+        )
 
     def _cordon(
         self,
@@ -282,10 +283,14 @@ class NodeDrains:
             started = state.cordoned_at_ms or now_ms()
             if now_ms() - started > fleet.drain_timeout_s * 1000:
                 self.actions.note(
-                    f"node-drain-timeout:{iid}:{node}", "drain", "failed", reason=what,
+                    f"node-drain-timeout:{iid}:{node}",
+                    "drain",
+                    "failed",
+                    reason=what,
                     detail=f"still busy after {fleet.drain_timeout_s:.0f} s: {names}; left running (a job is never "
-                    "killed by runnerctl), the node stays cordoned", **fields,
-                )  # fmt: skip
+                    "killed by runnerctl), the node stays cordoned",
+                    **fields,
+                )
         return not idle_left
 
     def _rerun(self, incident: dict[str, Any], policy: Policy) -> None:
@@ -309,105 +314,3 @@ class NodeDrains:
             detail=detail,
             **self._fields(iid, node, "auto"),
         )
-
-    # -- recovery -------------------------------------------------------------------------------------
-
-    def _held(self, placement: Placement, fleet: Fleet) -> None:
-        try:
-            ours = [n for n in placement.nodes(fleet) if n.ours]
-        except ProviderError as error:
-            log.warning("nodes of pool %s: %s", fleet.pool, error)
-            return
-        for node in ours:
-            if node.probation_since_ms:
-                self._judge(placement, fleet, node)
-            elif node.unschedulable:
-                self._recover(placement, fleet, node)
-
-    def _recover(self, placement: Placement, fleet: Fleet, node: NodeState) -> None:
-        now = now_ms()
-        runners = self._runners_on(node.name)
-        if not runners or not all(self.readings_healthy(r, now) for r in runners):
-            self.healthy_since.pop(node.name, None)
-            return
-        since = self.healthy_since.setdefault(node.name, now)
-        policy = self.policy_of(fleet.pool)
-        if now - since < policy.recovery_dwell_s * 1000:
-            return
-        fields = self._fields(node.incident, node.name, policy.mode)
-        if not (policy.mode == "auto" and policy.auto_uncordon):
-            self.actions.note(
-                f"node-recoverable:{node.incident}:{node.name}", "uncordon", "skipped",
-                detail=f"readings healthy for {policy.recovery_dwell_s:.0f} s: `kubectl uncordon {node.name}` "
-                "and remove the runnerctl.io/sick taint, or enable auto_uncordon", **fields,
-            )  # fmt: skip
-            return
-        key = f"node-probation:{node.incident}:{node.name}:{node.cordoned_at_ms}"
-        entry = self.actions.begin(
-            key, "uncordon", reason=f"readings healthy for {policy.recovery_dwell_s:.0f} s", **fields
-        )
-        placement.calls.clear()
-        try:
-            placement.uncordon(node.name, fleet, probation_since_ms=now)
-        except ProviderError as error:
-            audit.finish(
-                self.engine,
-                entry.id,
-                "failed",
-                f"{self.actions.defer(key, error)}; calls: {calls_text(placement.calls)}",
-            )
-            return
-        self.healthy_since.pop(node.name, None)
-        audit.finish(
-            self.engine, entry.id, "done",
-            f"on probation: {policy.probe_jobs} jobs must pass on it; calls: {calls_text(placement.calls)}",
-        )  # fmt: skip
-
-    def _judge(self, placement: Placement, fleet: Fleet, node: NodeState) -> None:
-        policy = self.policy_of(fleet.pool)
-        since = node.probation_since_ms or 0
-        jobs = self._probe_jobs(node.name, since)
-        verdict = judge(jobs, policy, (now_ms() - since) / 1000, None)
-        if verdict.outcome == "waiting":
-            return
-        fields = self._fields(node.incident, node.name, "auto")
-        key = f"node-probation-{verdict.outcome}:{node.incident}:{node.name}:{since}"
-        entry = self.actions.begin(key, "probation", detail=verdict.detail, **fields)
-        placement.calls.clear()
-        try:
-            if verdict.outcome == "failed":
-                placement.cordon(node.name, fleet, node.incident or "", verdict.detail)
-            else:
-                placement.release(node.name)
-        except ProviderError as error:
-            audit.finish(self.engine, entry.id, "failed", f"{error}; calls: {calls_text(placement.calls)}")
-            return
-        status = "failed" if verdict.outcome == "failed" else "done"
-        audit.finish(self.engine, entry.id, status, f"{verdict.detail}; calls: {calls_text(placement.calls)}")
-
-    def _runners_on(self, node: str) -> list[str]:
-        t = tables.runners
-        with self.engine.connect() as conn:
-            return [
-                str(r)
-                for r in conn.execute(
-                    select(t.c.id).where(t.c.machine == node, t.c.last_report_ms.is_not(None))
-                ).scalars()
-            ]
-
-    def _probe_jobs(self, node: str, since_ms: int) -> dict[str, list[str]]:
-        """job id -> distinct failed tests, for results stored since the probation from runners on the node."""
-        r, t = tables.runners, tables.results
-        query = (
-            select(t.c.job_id, t.c.test_id, t.c.outcome)
-            .join(r, r.c.id == t.c.runner_id)
-            .where(r.c.machine == node, t.c.ingested_ms >= since_ms, t.c.job_id.is_not(None))
-            .order_by(t.c.id)
-        )
-        jobs: dict[str, list[str]] = {}
-        with self.engine.connect() as conn:
-            for job_id, test_id, outcome in conn.execute(query):
-                failed = jobs.setdefault(str(job_id), [])
-                if outcome in FAILING_OUTCOMES and test_id not in failed:
-                    failed.append(str(test_id))
-        return jobs
