@@ -29,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PROJECT_DIR = HERE / "buildbot_project"
 MASTER_CFG = HERE / "buildbot_master_cfg.py"
+# The probe hook runnerctl ships for Buildbot masters; master.cfg imports it from the master's directory.
+PROBE_HOOK = REPO / "packaging" / "buildbot" / "runnerctl_probe.py"
 DEFAULT_WORKERS = ("w1", "w2", "w3")
 PROJECT_TEST_COUNT = 12  # tests in buildbot_project/; 9 of them use the scratch space a sick worker breaks
 # Name/value slots of the force scheduler's form; force_build() takes at most this many properties.
@@ -239,6 +241,7 @@ def start_fleet(
         _create(workdir, venv, env, list(workers), pb_port, password)
         master = workdir / "master"
         shutil.copyfile(MASTER_CFG, master / "master.cfg")
+        shutil.copyfile(PROBE_HOOK, master / PROBE_HOOK.name)
         secret_dir = master / "secrets"
         secret_dir.mkdir(mode=0o700, exist_ok=True)
         token_file = secret_dir / "results_token"

@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
-from buildbot.plugins import reporters, schedulers, secrets, steps, util, worker
+from buildbot.plugins import reporters, schedulers, secrets, steps, util
+from runnerctl_probe import ProbeableWorker, can_start_build  # packaging/buildbot, copied beside this file
+from twisted.internet import defer
 
 BASEDIR = Path(basedir)  # type: ignore[name-defined]  # noqa: F821 - injected by Buildbot
 FLEET = json.loads((BASEDIR / "fleet.json").read_text(encoding="utf-8"))
@@ -29,7 +31,7 @@ c["db"] = {"db_url": "sqlite:///state.sqlite"}
 c["collapseRequests"] = False
 c["secretsProviders"] = [secrets.SecretInAFile(dirname=str(BASEDIR / "secrets"))]
 
-c["workers"] = [worker.Worker(name, FLEET["password"], max_builds=1) for name in FLEET["workers"]]
+c["workers"] = [ProbeableWorker(name, FLEET["password"], max_builds=1) for name in FLEET["workers"]]
 
 
 @util.renderer
@@ -68,6 +70,15 @@ def _pinned_worker_matches(builder, worker_for_builder, request):
     if not pinned or request.reason == "rebuild":
         return True
     return worker_for_builder.worker.workername == pinned
+
+
+@defer.inlineCallbacks
+def _can_start_build(builder, worker_for_builder, request):
+    # The test pin first, then runnerctl's probe hook, as a production master.cfg would chain its own.
+    if not _pinned_worker_matches(builder, worker_for_builder, request):
+        return False
+    allowed = yield can_start_build(builder, worker_for_builder, request)
+    return allowed
 
 
 factory = util.BuildFactory()
@@ -132,7 +143,7 @@ c["builders"] = [
         name="tests",
         workernames=list(FLEET["workers"]),
         factory=factory,
-        canStartBuild=_pinned_worker_matches,
+        canStartBuild=_can_start_build,
     )
 ]
 
