@@ -59,6 +59,8 @@ class RunnerView(_Response):
     cordon: dict[str, Any] | None = None
     # Back in rotation on trial after the controller's cordon: its next jobs decide (remediation.md).
     probation: dict[str, Any] | None = None
+    # The newest probe before return (a pinned rerun while it stays cordoned), open or ended.
+    probe: dict[str, Any] | None = None
     last_readings: list[dict[str, Any]] = Field(default_factory=list)
 
 

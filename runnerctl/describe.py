@@ -11,6 +11,7 @@ from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
+from runnerctl.probes import probe_line
 from runnerctl.times import shown_time
 
 RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
@@ -29,6 +30,8 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
     """Identity, health, cordon state and the last reading of each check."""
     data = client_of(ctx).get(f"/v1/runners/{runner_id}")
     ident = data["identity"]
+    # Only for runners the controller has probed before returning them to rotation.
+    probe = [("Probe", probe_line(data["probe"]))] if data.get("probe") else []
     lines = [
         ("Name", ident["id"]),
         ("Pool", ident.get("pool")),
@@ -44,6 +47,7 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
             + (f" ({data['health']['dimension']})" if data["health"].get("dimension") else ""),
         ),
         ("Cordoned", _cordon(data.get("cordon"), data.get("probation"))),
+        *probe,
         ("Executions", f"{data['executions']} ({data['failures']} failed)"),
         ("First seen", shown_time(data.get("first_seen"))),
         ("Last seen", shown_time(data.get("last_seen"))),

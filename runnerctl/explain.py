@@ -12,6 +12,7 @@ from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
+from runnerctl.probes import probe_line
 from runnerctl.times import shown_time
 
 RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
@@ -168,6 +169,8 @@ def _remediation(remediation: dict[str, Any] | None) -> None:
             )
             + f"; ends idle at {shown_time(probation['ends_idle_at'])}"
         )
+    if remediation.get("probe"):
+        _line(f"  probe: {probe_line(remediation['probe'])}")
     for rerun in remediation.get("reruns") or []:
         _line(
             f"  rerun: job {rerun['job']} as {rerun['rerun_as'] or '-'}: {rerun['state']} ({rerun['incident']})"

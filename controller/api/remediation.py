@@ -144,6 +144,7 @@ def remediation_of(request: Request, runner_id: str) -> dict[str, Any]:
         "actions": decisions,
         "reruns": reruns,
         "probation": rem.probations.view(runner_id),
+        "probe": rem.probes.view(runner_id),
         # What a cordon can and cannot do through this runner's provider (GitHub has no pause).
         "provider": None
         if provider is None

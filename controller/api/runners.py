@@ -81,6 +81,7 @@ def view(
         health=health,
         cordon=request.app.state.cordon_of(row.id),
         probation=request.app.state.remediator.probations.view(row.id),
+        probe=request.app.state.remediator.probes.view(row.id),
         last_readings=last_readings(conn, row.id) if with_readings else [],
     )
 

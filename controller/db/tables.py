@@ -313,12 +313,16 @@ probations = Table(
     Column("id", BigId, primary_key=True, autoincrement=True),
     Column("runner_id", String(200), nullable=False),
     Column("incident_id", String(40)),
-    Column("state", String(20), nullable=False),  # running | passed | failed | idle | ended
+    # running | probing | failing | passed | failed | idle | ended | passed-by-operator
+    Column("state", String(20), nullable=False),
     Column("started_ms", BigInteger, nullable=False),
     Column("known_incidents", Text, nullable=False),
     Column("jobs", Text, nullable=False),
     Column("outcome", Text),
     Column("ended_ms", BigInteger),
     Column("updated_ms", BigInteger, nullable=False),
+    # A probe before return (remediation/probe.py, 0010): the failed job rerun as the probe, and the probe.
+    Column("probe_of", String(200)),
+    Column("probe_job", String(200)),
     Index("ix_probations_runner", "runner_id"),
 )

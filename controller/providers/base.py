@@ -111,6 +111,34 @@ class RenewsCordon(Protocol):
     def renew_cordon(self, runner: str, reason: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class ProbeResult:
+    """Where a probe job ran and how it ended. `job` is the job that ran (its id is what its results
+    carry), None until it starts; `ran_on` is checked by the caller: a probe run elsewhere proves nothing."""
+
+    outcome: Outcome
+    job: JobRef | None = None
+    ran_on: str | None = None
+
+
+@runtime_checkable
+class Prober(Protocol):
+    """A provider that can run one job on a runner it holds cordoned, and on no other runner, while the
+    runner stays cordoned to every other job: the probe that decides whether it returns to rotation.
+    Providers that cannot pin a job keep the half-open probation (remediation/probation.py)."""
+
+    # False when pinning needs something on the provider's side this installation has not set up
+    # (Buildbot's master-side hook): the caller then keeps the half-open probation.
+    pins_probes: bool
+
+    def probe(self, runner: str, job: JobRef, reason: str) -> JobRef:
+        """Queue a rerun of `job` (one that failed on `runner`) that only `runner` may take; returns the
+        probe's identity. Not idempotent, like `rerun`: a timeout or 5xx may have queued it."""
+        ...
+
+    def probe_result(self, probe: JobRef) -> ProbeResult: ...
+
+
 @runtime_checkable
 class Poller(Protocol):
     NAME: str

@@ -3,14 +3,18 @@
 Checked against a real Buildbot 4.3 master (tests/e2e): a paused worker finishes its build and takes no
 new ones; `rebuild` answers `[buildsetid, {"<builderid>": buildrequestid}]` and the new request goes to
 any other worker of the builder. The build id is what our JUnit uploads call the job id.
+
+Probes (`probe_hook: true`, with packaging/buildbot/runnerctl_probe.py in the master): the worker is
+re-paused with a reason naming the build to probe, then that build is rebuilt; the hook lets the paused
+worker start that rebuild and no other build, and keeps every other worker off it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import ProviderError, ProviderRejected, RunnerNotFound
-from controller.providers.base import JobRef, Outcome, RunnerState
+from controller.errors import ProviderError, ProviderRejected, ProviderUnavailable, RunnerNotFound
+from controller.providers.base import JobRef, Outcome, ProbeResult, RunnerState
 from controller.providers.http import ProviderHttp
 
 NAME = "buildbot"
@@ -18,6 +22,8 @@ NAME = "buildbot"
 PASSED_RESULTS = (0, 1)
 # RETRY means Buildbot resubmitted the request itself (lost worker): the request is still pending.
 PENDING_RESULTS = (5,)
+# What the master-side hook looks for in a pause reason (packaging/buildbot/runnerctl_probe.py).
+PROBE_REASON = "runnerctl: probe of build {build}: {why}"
 
 
 class BuildbotProvider:
@@ -29,9 +35,12 @@ class BuildbotProvider:
         username: str | None = None,
         password: str | None = None,
         timeout_s: float = 10.0,
+        probe_hook: bool = False,
         **_ignored: Any,
     ) -> None:
         auth = (username, password) if username and password else None
+        # Without the hook a rebuild runs on any worker: probing would only prove other workers healthy.
+        self.pins_probes = probe_hook
         self.http = ProviderHttp(NAME, url.rstrip("/") + "/api/v2/", auth=auth, timeout_s=timeout_s)
 
     def __repr__(self) -> str:  # never the credentials
@@ -82,6 +91,40 @@ class BuildbotProvider:
         if results in PENDING_RESULTS:
             return "pending"
         return "passed" if results in PASSED_RESULTS else "failed"
+
+    # -- probes (controller.providers.base.Prober) ----------------------------------------------------
+
+    def probe(self, runner: str, job: JobRef, reason: str) -> JobRef:
+        # A rebuild's buildset names the first build of the chain (`rebuilt_buildid`), so the hook is told
+        # that one; the pause must be in force before the rebuild exists, or any worker could take it.
+        root = self._root_build(job.id)
+        wanted = PROBE_REASON.format(build=root, why=reason)
+        self._rpc(True, f"workers/{runner}", "pause", {"reason": wanted}, runner)
+        if self.state(runner).reason != wanted:
+            raise ProviderUnavailable(NAME, f"worker {runner} does not show the probe pause yet")
+        return self.rerun(job)
+
+    def probe_result(self, probe: JobRef) -> ProbeResult:
+        build = self.build_of_request(probe)
+        if build is None:
+            return ProbeResult("pending")
+        ran_on = ((build.get("properties") or {}).get("workername") or [None])[0]
+        ran = JobRef(str(build["buildid"]))
+        results = build.get("results")
+        if not build.get("complete") or results in PENDING_RESULTS:
+            return ProbeResult("pending", ran, ran_on)
+        return ProbeResult("passed" if results in PASSED_RESULTS else "failed", ran, ran_on)
+
+    def _root_build(self, build_id: str) -> int:
+        builds = self._get(f"builds/{build_id}", {}, f"build {build_id}").get("builds") or []
+        if not builds:
+            raise ProviderRejected(NAME, f"no build {build_id}", 404)
+        request = self._get(f"buildrequests/{builds[0]['buildrequestid']}", {}, f"build {build_id}")
+        buildset = self._get(
+            f"buildsets/{request['buildrequests'][0]['buildsetid']}", {}, f"build {build_id}"
+        )
+        rebuilt = buildset["buildsets"][0].get("rebuilt_buildid")
+        return int(rebuilt) if rebuilt else int(build_id)
 
     @staticmethod
     def pushed_outcome(build: dict[str, Any]) -> tuple[JobRef, Outcome] | None:

@@ -34,6 +34,7 @@ from controller.remediation.nodes import NodeDrains
 from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
 from controller.remediation.probation import Probations
+from controller.remediation.probe import Probes
 from controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class Remediator(OperatorEntryPoints):
             self.readings_healthy,
             (settings.storm_ratio, settings.storm_min_runners),
         )
+        self.probes = Probes(engine, self.actions, lambda runner: self.policy(self.pool_of(runner)))
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self.healthy_since: dict[str, int] = {}
@@ -115,7 +117,7 @@ class Remediator(OperatorEntryPoints):
             held = store.out_of_rotation(conn)
         on_probation = self.probations.runners()
         members = {rid for rid, row in known.items() if row.pool == pool and not row.ephemeral}
-        trying = sum(1 for rid in members if rid in on_probation)
+        trying = sum(1 for rid in members if rid in on_probation and rid not in held)
         mine = sum(1 for rid in members if rid in held and held[rid].source == "controller") + trying
         out = sum(1 for rid in members if rid in held)
         return budget(pool or "<none>", len(members), mine, out, self.policy(pool), trying)
@@ -140,6 +142,7 @@ class Remediator(OperatorEntryPoints):
         if self.leadership is None:  # the only replica: what a crash left in flight is settled now
             self.actions.recover_interrupted()
             self.probations.recover_interrupted()
+            self.probes.recover_interrupted()
         self._periodic.start(interval_s)
 
     def stop(self) -> None:
@@ -155,6 +158,7 @@ class Remediator(OperatorEntryPoints):
         if term != self.led_term:
             self.actions.recover_interrupted()
             self.probations.recover_interrupted()
+            self.probes.recover_interrupted()
             self.healthy_since.clear()  # kept in memory: the dwell restarts with the new leader
             self.led_term = term
         return True
@@ -172,6 +176,7 @@ class Remediator(OperatorEntryPoints):
             # Before the targets: a probation a new verdict fails is re-cordoned here, not judged afresh.
             self.probations.watch()
             self.nodes.tick()
+            self.probes.watch()
             targets = self.targets()
             if targets and self._storm(targets):
                 return
@@ -384,7 +389,10 @@ class Remediator(OperatorEntryPoints):
             }
         for runner in set(self.healthy_since) - set(mine):
             del self.healthy_since[runner]  # back in rotation: a later cordon's dwell starts afresh
+        on_trial = self.probations.runners()
         for runner, row in mine.items():
+            if runner in on_trial:
+                continue  # its probe decides now
             if not self.readings_healthy(runner, now):
                 self.healthy_since.pop(runner, None)
                 continue
@@ -393,8 +401,15 @@ class Remediator(OperatorEntryPoints):
             if now - since < policy.recovery_dwell_s * 1000:
                 continue
             if policy.mode == "auto" and policy.auto_uncordon:
-                if self.probations.start(runner, row.incident_id, policy, policy.recovery_dwell_s).ok:
-                    del self.healthy_since[runner]  # a failed probe re-cordons it: its dwell starts over
+                # Probe before return where the provider can pin a probe, else the half-open probation.
+                # A probe tried, even one the provider refused, starts the dwell over; an uncordon that
+                # failed is retried next pass.
+                probe = self.probes.start(runner, row.incident_id, policy.recovery_dwell_s)
+                if (
+                    probe.status != "no probe"
+                    or self.probations.start(runner, row.incident_id, policy, policy.recovery_dwell_s).ok
+                ):
+                    del self.healthy_since[runner]
             else:
                 self.actions.note(
                     f"recoverable:{row.incident_id}:{runner}",

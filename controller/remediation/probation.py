@@ -106,7 +106,7 @@ class Probations:
         """The open probation of a runner, for `get runners` and `explain runner`."""
         with self.engine.connect() as conn:
             row = store.open_probation(conn, runner)
-        if row is None:
+        if row is None or row.probe_of is not None:  # a probe before return: probe.view()
             return None
         policy = self.policy_of(runner)
         jobs: dict[str, list[str]] = json.loads(row.jobs)
@@ -192,7 +192,7 @@ class Probations:
         incidents = self.incidents()
         now = now_ms()
         with self.engine.connect() as conn:
-            rows = store.open_probations(conn)
+            rows = [row for row in store.open_probations(conn) if row.probe_of is None]  # probe.py's
         for row in rows:
             with self.engine.connect() as conn:
                 state = store.state_of(conn, row.runner_id)
@@ -351,8 +351,10 @@ class Probations:
     # -- operators ------------------------------------------------------------------------------------
 
     def open_of(self, runner: str) -> Any:
+        """The runner's open half-open probation (a probe before return keeps it cordoned: not this)."""
         with self.engine.connect() as conn:
-            return store.open_probation(conn, runner)
+            row = store.open_probation(conn, runner)
+        return row if row is not None and row.probe_of is None else None
 
     def passed_by_operator(self, row: Any, actor: str, actions: Actions) -> Result:
         detail = f"probation ended: passed by operator {actor}"

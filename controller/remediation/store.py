@@ -23,8 +23,9 @@ from controller.remediation.audit import now_ms
 OUT_OF_ROTATION = ("cordoned", "draining", "drained")
 # Back in rotation but still the controller's: its next jobs decide (probation.py).
 PROBATION = "probation"
-# A probation is judged while running; failing means its re-cordon is still to be done (fail closed).
-PROBATION_OPEN = ("running", "failing")
+# A probation is judged while running (or probing: its probe job queued while the runner stays cordoned);
+# failing means its re-cordon is still to be done (fail closed).
+PROBATION_OPEN = ("running", "probing", "failing")
 # Only narrows the probe's query to the (runner, time) index: a probe job's results are not dated a
 # day before the probation that they are read for began.
 PROBE_EVENT_SLACK_MS = 86_400_000
@@ -246,6 +247,44 @@ def start_probation(
         )
     ).inserted_primary_key
     return int(new[0]) if new else 0
+
+
+def start_probe(conn: Connection, runner_id: str, incident_id: str | None, started_ms: int, job: str) -> int:
+    """A probe of `job` is about to be queued; the runner stays cordoned, its state unchanged."""
+    t = tables.probations
+    new = conn.execute(
+        t.insert().values(
+            runner_id=runner_id,
+            incident_id=incident_id,
+            state="probing",
+            started_ms=started_ms,
+            known_incidents="[]",
+            jobs="{}",
+            probe_of=job,
+            updated_ms=now_ms(),
+        )
+    ).inserted_primary_key
+    return int(new[0]) if new else 0
+
+
+def last_probe(conn: Connection, runner_id: str) -> Any:
+    """The runner's newest probe before return, open or ended."""
+    t = tables.probations
+    query = select(t).where(t.c.runner_id == runner_id, t.c.probe_of.is_not(None))
+    return conn.execute(query.order_by(t.c.id.desc())).first()
+
+
+def failed_tests(conn: Connection, runner_id: str, job_id: str) -> list[str]:
+    """The distinct tests that failed in one job on a runner, in the order their results arrived (by
+    runner too: results have no index on the job)."""
+    t = tables.results
+    query = select(t.c.test_id, t.c.outcome).where(t.c.runner_id == runner_id, t.c.job_id == job_id)
+    rows = conn.execute(query.order_by(t.c.id))
+    found: list[str] = []
+    for test_id, outcome in rows:
+        if outcome in FAILING_OUTCOMES and test_id not in found:
+            found.append(str(test_id))
+    return found
 
 
 def open_probations(conn: Connection) -> list[Any]:
