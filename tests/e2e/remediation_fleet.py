@@ -81,10 +81,23 @@ class Loop:
     def heal(self, worker: str) -> None:
         """Fix a sick worker for real: its full tmpfs unmounted (the directory below has room, which its
         agent reports) and its builds' scratch space working again."""
+        self.heal_disk(worker)
+        self.heal_builds(worker)
+
+    def heal_disk(self, worker: str) -> None:
+        """Only what its agent measures: its readings turn healthy while its builds still fail."""
         subprocess.run(
             ["umount", "-l", str(self.scratch[worker])], check=True, capture_output=True, timeout=10
         )
+
+    def heal_builds(self, worker: str) -> None:
         self.fleet.sick_marker(worker).unlink()
+
+    def with_probe_hook(self) -> dict[str, str]:
+        """The controller's provider settings with Buildbot's probe hook on (the test master has it)."""
+        providers = json.loads(self.controller.env["RUNNER_CONTROLLER_PROVIDERS"])
+        providers["buildbot"]["probe_hook"] = True
+        return {"RUNNER_CONTROLLER_PROVIDERS": json.dumps(providers)}
 
     def paused(self) -> dict[str, bool]:
         return {name: bool(w["paused"]) for name, w in self.fleet.worker_states().items()}

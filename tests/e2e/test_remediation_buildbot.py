@@ -146,53 +146,84 @@ def test_auto_mode_drains_reruns_and_clears(w3_sick: Loop) -> None:
     assert len(loop.actions(action="cordon", status="done")) == 1
 
 
-def test_a_fixed_worker_returns_on_probation_and_its_next_builds_are_the_probe(w3_sick: Loop) -> None:
+def probe_of(loop: Loop, number: int) -> tuple[dict[str, Any], int]:
+    """The `number`th probe of w3 once queued: its audit entry and the Buildbot build request it is."""
+    done = loop.wait_for(
+        f"probe {number} of w3 queued",
+        lambda: [
+            a
+            for a in loop.actions(runner="w3", action="probe", status="done")
+            if a["key"].endswith(f":{number}")
+        ],
+        timeout=60,
+    )
+    return done[0], int(done[0]["detail"].split()[2].rpartition(":")[2].rstrip(","))
+
+
+def test_a_worker_returns_only_after_a_probe_build_passes_on_it(w3_sick: Loop) -> None:
     loop = w3_sick
     # The recovery policy has been in force for longer than its dwell, but w3's disk is still full.
     assert loop.paused()["w3"] and not loop.actions(runner="w3", action="uncordon")
+    loop.restart_controller(**loop.with_probe_hook())
 
-    loop.heal("w3")
+    # Its agent sees a healthy disk, but its builds still fail: still sick, whatever the readings say.
+    loop.heal_disk("w3")
     loop.wait_for("w3's agent reporting a healthy disk", lambda: disk_status(loop, "w3") == "ok", timeout=15)
     # The analysis reads readings as of its newest result, so the rest of the fleet keeps building.
     loop.fleet.force_build(worker="w1")
-    loop.wait_for("w3 unpaused on probation", lambda: not loop.paused()["w3"], timeout=30)
-    runner = loop.controller.get("/v1/runners/w3").json()
-    assert runner["cordon"] is None and runner["probation"]["state"] == "running"
-    assert runner["probation"]["passed_jobs"] == [] and runner["probation"]["probe_jobs"] == 2
-    listed = loop.runnerctl("get", "runners")
-    assert listed.returncode == 0, listed.stderr
-    (row,) = [line.split() for line in listed.stdout.splitlines() if line.startswith("w3 ")]
-    assert row[4] == "probation"
+    first, request = probe_of(loop, 1)
+    assert "probing before return with job" in first["reason"]
+    # Work queued while w3 is probed goes anywhere but w3, which stays paused to all but its probe.
+    others = [loop.fleet.force_build() for _ in range(3)]
+    build = loop.fleet.wait_build_for_request(request, timeout=60)
+    assert (loop.fleet.workername(build), build["results"]) == ("w3", FAILURE)
+    loop.heal_builds("w3")  # fixed for real now, before the controller can have judged that probe
+    assert build["buildid"] != int(first["job"])  # a rerun of the failed job, not the job itself
+    assert {loop.fleet.workername(loop.fleet.wait_build_for_request(r, timeout=60)) for r in others} <= {
+        "w1",
+        "w2",
+    }
+
+    (failed,) = loop.wait_for(
+        "the probe failed", lambda: loop.actions(runner="w3", action="probation", status="failed"), timeout=30
+    )
+    assert failed["detail"].startswith(
+        f"probe failed: job {build['buildid']} (a rerun of {first['job']}) failed on w3: "
+    )
+    assert failed["detail"].endswith("it stays cordoned, the dwell starts over")
+    # Its ordinary pause is back (the one before its next probe), so nothing is pinned to it any more.
+    (repaused,) = [
+        a
+        for a in loop.actions(runner="w3", action="cordon", status="done")
+        if a["incident"] and "no probe pinned" in a["detail"]
+    ]
+    assert repaused["reason"].startswith("probe failed: job ")
+
+    # The next probe, after a fresh dwell, passes on w3 and only then is it unpaused.
+    second, request = probe_of(loop, 2)
+    build = loop.fleet.wait_build_for_request(request, timeout=60)
+    assert (loop.fleet.workername(build), build["results"]) == ("w3", SUCCESS)
+    (passed,) = loop.wait_for(
+        "the probe passed", lambda: loop.actions(runner="w3", action="probation", status="done"), timeout=30
+    )
+    assert passed["detail"] == (
+        f"probe passed: job {build['buildid']} (a rerun of {second['job']}) passed on w3; "
+        "recovered, back in rotation"
+    )
+    loop.wait_for("w3 unpaused", lambda: not loop.paused()["w3"], timeout=30)
     (unpaused,) = loop.actions(runner="w3", action="uncordon")
-    assert unpaused["status"] == "done" and unpaused["key"].startswith(
-        f"probation:{runner['probation']['incident']}:"
-    )
-    assert "on probation: 2 jobs must pass on it" in unpaused["detail"]
-
-    # No provider can pin a probe job to a paused worker; in rotation, the builds it takes are the probe.
-    requests = [loop.fleet.force_build(worker="w3") for _ in range(2)]
-    probe = [loop.fleet.wait_build_for_request(request, timeout=60) for request in requests]
-    assert [(loop.fleet.workername(b), b["results"]) for b in probe] == [("w3", SUCCESS)] * 2
-
-    (outcome,) = loop.wait_for(
-        "the probe passed", lambda: loop.actions(runner="w3", action="probation"), timeout=30
-    )
-    jobs = ", ".join(str(b["buildid"]) for b in probe)
-    assert (outcome["status"], outcome["detail"]) == (
-        "done",
-        f"probe passed: 2 jobs passed on it ({jobs}); recovered",
-    )
+    assert repaused["id"] < second["id"] < unpaused["id"]
     runner = loop.controller.get("/v1/runners/w3").json()
-    assert runner["cordon"] is None and runner["probation"] is None
-    assert loop.paused() == {"w1": False, "w2": False, "w3": False}
+    assert runner["cordon"] is None and runner["probe"]["state"] == "passed"
+    described = loop.runnerctl("describe", "runner", "w3")
+    assert described.returncode == 0, described.stderr
+    assert "Probe:        passed (since" in described.stdout and f"job {build['buildid']}" in described.stdout
     explained = loop.runnerctl("explain", "runner", "w3")
     assert explained.returncode == 0, explained.stderr
-    assert (
-        "Cordoned:  no\n" in explained.stdout
-        and "probation done by runner-controller: probe passed" in explained.stdout
-    )
-    time.sleep(1.5)  # a few more passes: the incident it was cordoned for is still open, yet it stays
-    assert not loop.paused()["w3"] and len(loop.actions(action="cordon", status="done")) == 1
+    text = explained.stdout
+    assert "Cordoned:  no\n" in text and "  probe: passed (since" in text
+    assert "probation failed job buildrequest:" in text and "by runner-controller: probe failed: job" in text
+    assert len(loop.actions(action="cordon", status="done")) == 2  # the cordon, and the pause put back once
 
 
 def test_budget_holds_when_two_workers_are_sick_at_once(
