@@ -3,7 +3,8 @@
 `POST /v1/webhooks/{provider}`: deliveries signed the provider's way (GitHub's HMAC, GitLab's token,
 Buildkite's timestamped HMAC), checked by the provider's `WebhookReceiver` before anything is parsed:
 bad or missing signature → 401 and nothing stored; a redelivery → 200 and nothing stored twice; an
-event we do not use → 202. Finished jobs become results, and settle the reruns they are.
+event we do not use → 202. Finished jobs become results and job records (in one transaction), and
+settle the reruns they are.
 
 Buildbot's HttpStatusPush has no signature: its route takes the bearer token sent as a header
 (`HttpStatusPush(headers={"Authorization": "Bearer <ingest token>"})`).
@@ -11,6 +12,7 @@ Buildbot's HttpStatusPush has no signature: its route takes the bearer token sen
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Annotated, Any
@@ -20,6 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
+from common.jobs import JobRecord
 from common.results import TestResult
 from controller.api.auth import INGEST_ROLES, require
 from controller.api.body import read_bounded, refuse_nul
@@ -44,15 +47,28 @@ async def buildbot(
     _p: Annotated[Principal, Depends(require(*INGEST_ROLES))],
     build: Annotated[dict[str, Any], Body()],
 ) -> dict[str, Any]:
-    """A build started or finished. A finished rebuild the controller asked for settles its rerun at
-    once instead of at the next poll; anything else is acknowledged and ignored (test results arrive
-    as JUnit)."""
+    """A build started or finished. A finished build that names its worker is stored as a job record
+    (test results arrive as JUnit); a finished rebuild the controller asked for settles its rerun at
+    once instead of at the next poll."""
     if "buildid" not in build:
         raise ApiError(
             422, "body: not a Buildbot build (no buildid); configure HttpStatusPush with the build formatter"
         )
     metrics: Metrics = request.app.state.metrics
     metrics.webhook_deliveries.labels("buildbot", "new").inc()
+    try:
+        pushed = BuildbotProvider.pushed_job(build)
+        records = jobs.records_of("buildbot", [pushed] if pushed else [])
+    except PayloadInvalid as error:
+        raise ApiError(422, f"buildbot push: {error}") from error
+    except ValidationError as error:  # a worker name over the bounds of common.identity
+        first = error.errors()[0]
+        raise ApiError(422, f"buildbot push: runner: {describe_loc(first['loc'])}: {first['msg']}") from error
+    refuse_nul(json.dumps(build).encode(), records, "job record")
+    if records:
+        # Deduplicated by the job's identity: Buildbot pushes carry no delivery id.
+        ingest: Ingest = request.app.state.ingest
+        await run_in_threadpool(ingest.jobs, records)
     found = BuildbotProvider.pushed_outcome(build)
     if found is None:
         return {"rerun": None, "outcome": None}
@@ -96,11 +112,11 @@ async def provider_webhook(provider: str, request: Request) -> JSONResponse:
     if parsed is None:
         metrics.webhook_deliveries.labels(provider, "ignored").inc()
         return JSONResponse({"ignored": True}, status_code=202)
-    events, records = parsed
+    events, records, job_records = parsed
     delivery = receiver.delivery_id(headers, body)
     ingest: Ingest = request.app.state.ingest
     event_name = ",".join(sorted({e.state for e in events}))
-    stored = await run_in_threadpool(ingest.delivery, provider, delivery, event_name, records)
+    stored = await run_in_threadpool(ingest.delivery, provider, delivery, event_name, records, job_records)
     if stored is None:
         return JSONResponse({"delivery": delivery, "duplicate": True})
     remediator: Remediator = request.app.state.remediator
@@ -119,7 +135,7 @@ async def provider_webhook(provider: str, request: Request) -> JSONResponse:
 
 def _parse(
     receiver: WebhookReceiver, provider: str, headers: dict[str, str], body: bytes
-) -> tuple[list[JobEvent], list[TestResult]] | None:
+) -> tuple[list[JobEvent], list[TestResult], list[JobRecord]] | None:
     """A verified delivery's job events and the results they store, held to the bounds of the public
     models (common/): whatever an authentic body holds that they refuse is a 422 naming it, here for
     every provider, rather than a 500 from wherever it first breaks."""
@@ -128,6 +144,7 @@ def _parse(
         if events is None:
             return None
         records = jobs.results_of(provider, events)
+        job_records = jobs.records_of(provider, events)
     except PayloadInvalid as error:
         raise ApiError(422, f"{provider} webhook: {error}") from error
     except ValidationError as error:
@@ -147,7 +164,8 @@ def _parse(
             422, f"{provider} webhook: not a body {provider} sends: {type(error).__name__}: {error}"
         ) from error
     refuse_nul(body, records, "job result")
-    return events, records
+    refuse_nul(body, job_records, "job record")
+    return events, records, job_records
 
 
 _MODEL_NAMES = {"RunnerIdentity": "runner", "TestResult": "job result"}

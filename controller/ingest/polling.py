@@ -1,5 +1,5 @@
 """The polling loop for providers that push nothing (Jenkins): ask each `Poller` what finished since its
-cursor, store the results and the new cursor in one transaction, and settle the reruns they are.
+cursor, store the results, job records and the new cursor in one transaction, and settle the reruns they are.
 
 A failed poll keeps the old cursor, so the next pass asks again; results are deduplicated on storage,
 so asking twice stores nothing twice.
@@ -52,7 +52,7 @@ class Polling:
         """One poll of one provider; returns how many results were new."""
         cursor = self.ingest.poll_cursor(name)
         events, after = poller.poll(cursor)
-        stored = self.ingest.polled(name, after, jobs.results_of(name, events))
+        stored = self.ingest.polled(name, after, jobs.results_of(name, events), jobs.records_of(name, events))
         for event in events:
             if event.state not in ("passed", "failed"):
                 continue

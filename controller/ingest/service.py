@@ -53,10 +53,15 @@ class Ingest:
         return ResultsAccepted(accepted=outcome.accepted, new=outcome.new, duplicate=outcome.duplicate)
 
     def delivery(
-        self, provider: str, delivery_id: str | None, event: str, records: Sequence[TestResult]
+        self,
+        provider: str,
+        delivery_id: str | None,
+        event: str,
+        records: Sequence[TestResult],
+        jobs: Sequence[JobRecord] = (),
     ) -> StoreOutcome | None:
-        """A provider's webhook delivery: its results, and its id so a redelivery stores nothing.
-        Both in one transaction; None when this delivery was already taken in."""
+        """A provider's webhook delivery: its results and job records, and its id so a redelivery
+        stores nothing. All in one transaction; None when this delivery was already taken in."""
         now_ms = int(time.time() * 1000)
         with self._locked(), self._engine.begin() as conn:
             if delivery_id is not None:
@@ -71,11 +76,9 @@ class Ingest:
                     self._metrics.webhook_deliveries.labels(provider, "replayed").inc()
                     return None
             outcome = store_results(conn, records, now_ms)
+            stored_jobs = store_jobs(conn, jobs, now_ms) if jobs else None
         self._metrics.webhook_deliveries.labels(provider, "new").inc()
-        self._metrics.results_ingested.labels("new").inc(outcome.new)
-        self._metrics.results_ingested.labels("duplicate").inc(outcome.duplicate)
-        if outcome.new:
-            self._on_new_data()
+        self._count(outcome, stored_jobs)
         return outcome
 
     def poll_cursor(self, provider: str) -> str | None:
@@ -84,22 +87,26 @@ class Ingest:
             found = conn.execute(select(t.c.cursor).where(t.c.provider == provider)).scalar_one_or_none()
         return None if found is None else str(found)
 
-    def polled(self, provider: str, cursor: str | None, records: Sequence[TestResult]) -> StoreOutcome:
-        """A poll's results and the cursor after them, in one transaction: a crash between the two can
-        neither skip results nor (results being deduplicated) store them twice."""
+    def polled(
+        self,
+        provider: str,
+        cursor: str | None,
+        records: Sequence[TestResult],
+        jobs: Sequence[JobRecord] = (),
+    ) -> StoreOutcome:
+        """A poll's results, job records and the cursor after them, in one transaction: a crash between
+        them can neither skip results nor (results and jobs being deduplicated) store them twice."""
         now_ms = int(time.time() * 1000)
         t = tables.poll_cursors
         with self._locked(), self._engine.begin() as conn:
             outcome = store_results(conn, records, now_ms)
+            stored_jobs = store_jobs(conn, jobs, now_ms) if jobs else None
             moved = conn.execute(
                 update(t).where(t.c.provider == provider).values(cursor=cursor, updated_ms=now_ms)
             ).rowcount
             if not moved:
                 conn.execute(t.insert().values(provider=provider, cursor=cursor, updated_ms=now_ms))
-        self._metrics.results_ingested.labels("new").inc(outcome.new)
-        self._metrics.results_ingested.labels("duplicate").inc(outcome.duplicate)
-        if outcome.new:
-            self._on_new_data()
+        self._count(outcome, stored_jobs)
         return outcome
 
     def reports(self, batch: Sequence[AgentReport]) -> ReportsAccepted:
@@ -118,6 +125,15 @@ class Ingest:
         if outcome.new:
             self._on_new_data()
         return ReportsAccepted(accepted=len(batch), new=outcome.new, duplicate=outcome.duplicate)
+
+    def _count(self, results: StoreOutcome, jobs: StoreOutcome | None) -> None:
+        self._metrics.results_ingested.labels("new").inc(results.new)
+        self._metrics.results_ingested.labels("duplicate").inc(results.duplicate)
+        if jobs is not None:
+            self._metrics.jobs_ingested.labels("new").inc(jobs.new)
+            self._metrics.jobs_ingested.labels("duplicate").inc(jobs.duplicate)
+        if results.new or (jobs is not None and jobs.new):
+            self._on_new_data()
 
     def _locked(self) -> AbstractContextManager[object]:
         return self._write_lock or nullcontext()

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from common.identity import RunnerIdentity
+from common.jobs import JobConclusion
 from common.results import TestResult
 
 Outcome = Literal["pending", "passed", "failed"]
@@ -65,6 +66,11 @@ class JobEvent:
     may be known by (a provider whose rerun call returns no new id names the attempt another way).
     `tests` are the job's own test results where the provider has them (a JUnit report): stored
     instead of one record for the job as a whole, so a failing job is not counted twice.
+
+    The rest is what the job record (common/jobs.py) needs, each None where the provider does not say:
+    `conclusion` is set once the job finished having run (None for a skipped job, which ran nowhere),
+    `failed_step` and `failure_reason` as the provider spells them, `test_count` how many test results
+    came with the job (None: unknown, not zero).
     """
 
     job: JobRef
@@ -75,6 +81,11 @@ class JobEvent:
     attempt: int | None = None
     rerun_ids: tuple[str, ...] = ()
     tests: tuple[TestResult, ...] = ()
+    conclusion: JobConclusion | None = None
+    started: datetime | None = None
+    failed_step: str | None = None
+    failure_reason: str | None = None
+    test_count: int | None = None
 
 
 class WebhookRejected(Exception):

@@ -11,10 +11,13 @@ worker start that rebuild and no other build, and keeps every other worker off i
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from common.identity import RunnerIdentity
+from common.jobs import JobConclusion
 from controller.errors import ProviderError, ProviderRejected, ProviderUnavailable, RunnerNotFound
-from controller.providers.base import JobRef, Outcome, ProbeResult, RunnerState
+from controller.providers.base import JobEvent, JobRef, Outcome, PayloadInvalid, ProbeResult, RunnerState
 from controller.providers.http import ProviderHttp
 
 NAME = "buildbot"
@@ -24,6 +27,19 @@ PASSED_RESULTS = (0, 1)
 PENDING_RESULTS = (5,)
 # What the master-side hook looks for in a pause reason (packaging/buildbot/runnerctl_probe.py).
 PROBE_REASON = "runnerctl: probe of build {build}: {why}"
+# Result codes as a job record's conclusion. EXCEPTION is Buildbot's own failure (it quarantines the
+# worker for it); RETRY is a build lost with its worker, resubmitted elsewhere: the worker's failure.
+# SKIPPED ran nothing and has no record.
+RECORD_CONCLUSIONS = {
+    0: JobConclusion.success,
+    1: JobConclusion.success,
+    2: JobConclusion.failure,
+    4: JobConclusion.system_failure,
+    5: JobConclusion.system_failure,
+    6: JobConclusion.cancelled,
+}
+RESULT_NAMES = ("success", "warnings", "failure", "skipped", "exception", "retry", "cancelled")
+FAILED_STEP_RESULTS = (2, 4)
 
 
 class BuildbotProvider:
@@ -140,6 +156,34 @@ class BuildbotProvider:
             return None
         return JobRef(f"buildrequest:{request}"), "passed" if results in PASSED_RESULTS else "failed"
 
+    @staticmethod
+    def pushed_job(build: dict[str, Any]) -> JobEvent | None:
+        """A finished build in an HttpStatusPush body as a job event for its job record; None while it
+        runs, or when the body does not name its worker (the `workername` property, sent by default).
+
+        Times are epoch seconds: the push encodes datetimes with buildbot.util.toJson. The failed step
+        is read from `steps`, present only when the formatter asks for them (`want_steps=True`).
+        """
+        results = build.get("results")
+        worker = _property(build, "workername")
+        if not build.get("complete") or results not in RECORD_CONCLUSIONS or not worker:
+            return None
+        builder, buildset = _object(build, "builder"), _object(build, "buildset")
+        finished = _epoch(build, "complete_at")
+        if finished is None:
+            return None  # Buildbot sets complete_at with complete; a body without it is not one to date
+        return JobEvent(
+            job=JobRef(str(build["buildid"]), run_id=str(buildset["bsid"]) if buildset.get("bsid") else None),
+            name=str(builder.get("name") or f"builder-{build.get('builderid')}"),
+            state="passed" if results in PASSED_RESULTS else "failed",
+            time=finished,
+            runner=RunnerIdentity(id=worker, name=worker, provider=NAME),
+            conclusion=RECORD_CONCLUSIONS[results],
+            started=_epoch(build, "started_at"),
+            failed_step=_failed_step(build.get("steps")),
+            failure_reason=None if results in PASSED_RESULTS else _reason(build, results),
+        )
+
     def build_of_request(self, job: JobRef) -> dict[str, Any] | None:
         """The newest build of a rerun's request, with the worker that ran it (for the audit log)."""
         request = job.id.partition(":")[2]
@@ -162,3 +206,41 @@ class BuildbotProvider:
             status = self.http.last.status if self.http.last else None
             raise ProviderRejected(NAME, f"{method} {what}: {body['error']}", status)
         return body.get("result")
+
+
+def _object(build: dict[str, Any], key: str) -> dict[str, Any]:
+    found = build.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _property(build: dict[str, Any], name: str) -> str | None:
+    # Properties come as {"name": [value, source]}.
+    found = (build.get("properties") or {}).get(name)
+    if isinstance(found, list | tuple) and found and isinstance(found[0], str) and found[0]:
+        return found[0]
+    return None
+
+
+def _epoch(build: dict[str, Any], key: str) -> datetime | None:
+    value = build.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PayloadInvalid(f"{key} {value!r} is not epoch seconds")
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError) as error:
+        raise PayloadInvalid(f"{key} {value!r} is out of range") from error
+
+
+def _failed_step(steps: Any) -> str | None:
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict) and step.get("results") in FAILED_STEP_RESULTS and step.get("name"):
+            return str(step["name"])
+    return None
+
+
+def _reason(build: dict[str, Any], results: int) -> str:
+    """Buildbot's own words for the build (`state_string`, e.g. "failed test"), else the result's name."""
+    said = build.get("state_string")
+    return said if isinstance(said, str) and said else RESULT_NAMES[results]

@@ -35,15 +35,8 @@ import requests
 from common.auth import hmac_sha256_hex, same_secret
 from common.identity import RunnerIdentity
 from controller.errors import ProviderError, ProviderRejected, ProviderUnavailable, RunnerNotFound
-from controller.providers.base import (
-    JobEvent,
-    JobRef,
-    JobState,
-    Outcome,
-    PayloadInvalid,
-    RunnerState,
-    WebhookRejected,
-)
+from controller.providers.base import JobEvent, JobRef, Outcome, PayloadInvalid, RunnerState, WebhookRejected
+from controller.providers.buildkite_jobs import job_conclusion, job_state, queue_of, timestamp
 from controller.providers.http import ProviderHttp
 
 NAME = "buildkite"
@@ -53,23 +46,6 @@ API_URL = "https://api.buildkite.com/v2/"
 GRAPHQL_URL = "https://graphql.buildkite.com/v1"
 # Job events we take in; everything else (build.*, agent.*, ping) is acknowledged and ignored.
 USED_EVENTS = ("job.finished",)
-FAILED_STATES = ("failed", "timed_out")
-PENDING_STATES = (
-    "pending",
-    "waiting",
-    "waiting_failed",
-    "blocked",
-    "unblocked",
-    "limiting",
-    "limited",
-    "scheduled",
-    "assigned",
-    "accepted",
-    "reserved",
-    "running",
-    "canceling",
-    "timing_out",
-)
 PAUSE_QUERY = (
     "query RunnerctlAgentPause($slug: ID!) { agent(slug: $slug) "
     "{ uuid name connectionState paused pausedNote pausedAt pausedTimeoutInMinutes } }"
@@ -249,10 +225,8 @@ class BuildkiteProvider:
         finished = job.get("finished_at") or job.get("started_at")
         build, pipeline = _object(payload, "build"), _object(payload, "pipeline")
         run_id = f"{pipeline.get('slug', '?')}#{build['number']}" if build.get("number") is not None else None
-        try:
-            when = datetime.fromisoformat(finished) if finished else datetime.now(UTC)
-        except (TypeError, ValueError) as error:
-            raise PayloadInvalid(f"{event}: job.finished_at {finished!r} is not a timestamp") from error
+        when = timestamp(event, "finished_at", finished) or datetime.now(UTC)
+        conclusion, reason = job_conclusion(job)
         return [
             JobEvent(
                 job=JobRef(job["id"], run_id),
@@ -261,6 +235,9 @@ class BuildkiteProvider:
                 time=when,
                 runner=runner,
                 attempt=int(job.get("retries_count") or 0),
+                conclusion=conclusion,
+                started=timestamp(event, "started_at", job.get("started_at")) if conclusion else None,
+                failure_reason=reason,
             )
         ]
 
@@ -271,7 +248,7 @@ class BuildkiteProvider:
         with self._lock:
             self._agent_ids[str(agent["name"])] = str(agent["id"])
         rid = str(agent["name"] if self.runner_id == "name" else agent["id"])
-        return RunnerIdentity(id=rid, name=str(agent["name"]), pool=self.pool or _queue(job), provider=NAME)
+        return RunnerIdentity(id=rid, name=str(agent["name"]), pool=self.pool or queue_of(job), provider=NAME)
 
     # -- agents ---------------------------------------------------------------------------------------
 
@@ -344,29 +321,6 @@ class BuildkiteProvider:
             return response.json()
         except ValueError as error:
             raise ProviderRejected(NAME, f"{method} {path}: not JSON", response.status_code) from error
-
-
-def job_state(job: Mapping[str, Any]) -> JobState:
-    """A Buildkite job object's state as ours; a soft failure still failed on its agent."""
-    state = job.get("state")
-    exit_status = job.get("exit_status")
-    if state in PENDING_STATES:
-        return "running" if state in ("running", "canceling", "timing_out") else "queued"
-    if state in FAILED_STATES or (job.get("soft_failed") and exit_status not in (0, None)):
-        return "failed"
-    if state == "passed":
-        return "passed"
-    if state == "finished":  # the raw state; passed/failed are derived from the exit status
-        return "passed" if exit_status == 0 else "failed"
-    return "cancelled"  # canceled, skipped, broken, expired: nothing ran to a verdict
-
-
-def _queue(job: Mapping[str, Any]) -> str | None:
-    for rule in job.get("agent_query_rules") or []:
-        key, _, value = str(rule).partition("=")
-        if key == "queue" and value:
-            return value
-    return None
 
 
 def _parse(body: bytes) -> dict[str, Any]:

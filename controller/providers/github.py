@@ -29,6 +29,7 @@ import requests
 
 from common.auth import hmac_sha256_hex, same_secret
 from common.identity import RunnerIdentity
+from common.jobs import JobConclusion
 from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
 from controller.providers.base import (
     JobEvent,
@@ -55,6 +56,16 @@ _CONCLUSIONS: dict[str, JobState] = {
     "failure": "failed",
     "timed_out": "failed",
 }
+# workflow_job.conclusion as a job record's; `skipped` (ran nowhere), `action_required` and `stale` are
+# not outcomes of a run on a runner. GitHub names no infrastructure failure: a lost runner is `failure`.
+_RECORD_CONCLUSIONS = {
+    "success": JobConclusion.success,
+    "neutral": JobConclusion.success,
+    "failure": JobConclusion.failure,
+    "timed_out": JobConclusion.timed_out,
+    "cancelled": JobConclusion.cancelled,
+}
+_FAILED_STEP = ("failure", "timed_out")
 
 
 class GitHubProvider:
@@ -196,6 +207,7 @@ class GitHubProvider:
             )
         runner_name = job.get("runner_name")
         runner = RunnerIdentity(id=runner_name, name=runner_name, provider=NAME) if runner_name else None
+        done = status == "completed"
         return [
             JobEvent(
                 job=JobRef(f"{repo}/{job_id}", run_id=f"{repo}/{run_id}"),
@@ -205,6 +217,9 @@ class GitHubProvider:
                 runner=runner,
                 attempt=attempt,
                 rerun_ids=(attempt_id(repo, run_id, attempt, name),) if attempt > 1 else (),
+                conclusion=_RECORD_CONCLUSIONS.get(str(job.get("conclusion"))) if done else None,
+                started=_timestamp(job, "started_at") if done else None,
+                failed_step=_failed_step(job) if done else None,
             )
         ]
 
@@ -301,13 +316,29 @@ def _outcome(job: Mapping[str, Any]) -> Outcome:
 
 def _when(job: Mapping[str, Any]) -> datetime:
     for key in ("completed_at", "started_at", "created_at"):
-        value = job.get(key)
-        if isinstance(value, str) and value:
-            try:
-                return datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError as error:
-                raise PayloadInvalid(f"workflow_job.{key} {value!r} is not a timestamp") from error
+        found = _timestamp(job, key)
+        if found is not None:
+            return found
     return datetime.now(UTC)
+
+
+def _timestamp(job: Mapping[str, Any], key: str) -> datetime | None:
+    value = job.get(key)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise PayloadInvalid(f"workflow_job.{key} {value!r} is not a timestamp") from error
+
+
+def _failed_step(job: Mapping[str, Any]) -> str | None:
+    """The first step that failed; the steps after it are skipped or cancelled because of it."""
+    steps = job.get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict) and step.get("conclusion") in _FAILED_STEP and step.get("name"):
+            return str(step["name"])
+    return None
 
 
 def _message(response: requests.Response) -> str:

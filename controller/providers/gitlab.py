@@ -21,6 +21,7 @@ from typing import Any
 
 from common.auth import same_secret
 from common.identity import RunnerIdentity
+from common.jobs import JobConclusion
 from controller.errors import ProviderRejected, RunnerNotFound
 from controller.providers.base import (
     JobEvent,
@@ -44,6 +45,10 @@ _STATES: dict[str, JobState] = {
     "skipped": "cancelled",
     "running": "running",
 }
+# build_failure_reason values (GitLab's Enums::Ci::CommitStatus.failure_reasons) that are not the
+# job's script: the runner's own failure, and the job's time running out.
+_SYSTEM_REASONS = frozenset({"runner_system_failure"})
+_TIMEOUT_REASONS = frozenset({"stuck_or_timeout_failure", "job_execution_timeout"})
 _DONE: dict[str, Outcome] = {
     "success": "passed",
     "failed": "failed",
@@ -159,6 +164,7 @@ class GitLabProvider:
             runner = _runner_identity(payload.get("runner"))
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise PayloadInvalid(f"not a Job Hook body: {type(error).__name__} {error}") from error
+        conclusion, reason = _conclusion(status, payload.get("build_failure_reason"))
         return [
             JobEvent(
                 job=JobRef(f"{project}/{number}", run_id=f"{project}/{pipeline}" if pipeline else None),
@@ -167,6 +173,9 @@ class GitLabProvider:
                 time=_when(payload),
                 runner=runner,
                 attempt=int(retries) + 1 if isinstance(retries, int) else None,
+                conclusion=conclusion,
+                started=_started(payload) if conclusion else None,
+                failure_reason=reason,
             )
         ]
 
@@ -201,6 +210,30 @@ def _runner_identity(runner: Any) -> RunnerIdentity | None:
     return RunnerIdentity(
         id=str(int(runner["id"])), name=runner.get("description") or None, labels=tags, provider=NAME
     )
+
+
+def _conclusion(status: str, reason: Any) -> tuple[JobConclusion | None, str | None]:
+    """A finished job's conclusion and GitLab's reason for a failure. Every hook carries a
+    `build_failure_reason`, `unknown_failure` even for a job that passed: it counts only on failure."""
+    if status == "success":
+        return JobConclusion.success, None
+    if status == "canceled":
+        return JobConclusion.cancelled, None
+    if status != "failed":
+        return None, None  # not finished, or skipped (ran nowhere)
+    said = str(reason) if isinstance(reason, str) and reason else None
+    if said in _SYSTEM_REASONS:
+        return JobConclusion.system_failure, said
+    if said in _TIMEOUT_REASONS:
+        return JobConclusion.timed_out, said
+    return JobConclusion.failure, said
+
+
+def _started(payload: Mapping[str, Any]) -> datetime | None:
+    for value in (payload.get("build_started_at_iso"), payload.get("build_started_at")):
+        if isinstance(value, str) and value:
+            return _timestamp("build_started_at", value)
+    return None
 
 
 def _when(payload: Mapping[str, Any]) -> datetime:

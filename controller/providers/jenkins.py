@@ -32,6 +32,7 @@ from urllib.parse import quote
 import requests
 
 from common.identity import RunnerIdentity
+from common.jobs import JobConclusion
 from common.results import Outcome as TestOutcome
 from common.results import TestResult
 from controller.errors import ProviderError, ProviderRejected, RunnerNotFound
@@ -50,6 +51,17 @@ CASE_OUTCOMES = {
     "FAILED": TestOutcome.failed,
     "REGRESSION": TestOutcome.failed,
     "SKIPPED": TestOutcome.skipped,
+}
+
+
+# Run.getResult (hudson.model.Result) as a job record's conclusion. UNSTABLE ran to the end with
+# failing tests; NOT_BUILT never ran (a skipped stage or module), so it has no record. Core Jenkins has
+# no timed-out result: the build-timeout plugin aborts (or fails) a build instead.
+RECORD_CONCLUSIONS = {
+    "SUCCESS": JobConclusion.success,
+    "UNSTABLE": JobConclusion.failure,
+    "FAILURE": JobConclusion.failure,
+    "ABORTED": JobConclusion.cancelled,
 }
 
 
@@ -176,28 +188,36 @@ class JenkinsProvider:
         if node is not None:  # Pipeline builds export no node
             rid = node or BUILT_IN
             runner = RunnerIdentity(id=rid, name=rid, pool=self.pool, provider=NAME)
+        # `timestamp` is when the build started (Run.getStartTimeInMillis), `duration` how long it ran.
+        started = datetime.fromtimestamp(build["timestamp"] / 1000, UTC)
         when = datetime.fromtimestamp((build["timestamp"] + (build.get("duration") or 0)) / 1000, UTC)
         job_id = f"{name}#{build['number']}"
-        tests = self._tests(name, build["number"], job_id, when, runner) if runner else ()
+        tests = self._tests(name, build["number"], job_id, when, runner) if runner else None
         queue_id = build.get("queueId")
+        result = build.get("result")
         return JobEvent(
             job=JobRef(job_id),
             name=name,
-            state=_state(build.get("result")),
+            state=_state(result),
             time=when,
             runner=runner,
             rerun_ids=(f"{name}#queue-{queue_id}",) if queue_id else (),
-            tests=tests,
+            tests=tests or (),
+            conclusion=RECORD_CONCLUSIONS.get(str(result)),
+            started=started,
+            failure_reason=None if result == "SUCCESS" else str(result),
+            test_count=None if tests is None else len(tests),
         )
 
     def _tests(
         self, name: str, number: int, job_id: str, when: datetime, runner: RunnerIdentity
-    ) -> tuple[TestResult, ...]:
+    ) -> tuple[TestResult, ...] | None:
+        """The build's JUnit results; None when it published no report (how many ran is unknown)."""
         tree = "suites[cases[className,name,status,duration,errorDetails]]"
         try:
             report = self._get(f"{_job(name)}/{number}/testReport/api/json", job_id, params={"tree": tree})
         except RunnerNotFound:
-            return ()  # no JUnit report published for this build: the build itself is the result
+            return None  # no JUnit report published for this build: the build itself is the result
         results = []
         for suite in report.get("suites") or []:
             for case in suite.get("cases") or []:
