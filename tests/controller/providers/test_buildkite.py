@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
+from controller.ingest.jobs import records_of
 from controller.providers.base import JobRef, PayloadInvalid, WebhookRejected
 from controller.providers.buildkite import BuildkiteProvider
 from tests.fakes.buildkite import ORG, FakeBuildkite, fixture, signature
@@ -212,3 +213,43 @@ def test_verify_accepts_and_parses_the_docs_job() -> None:
     assert bk.job_events({"x-buildkite-event": "job.started"}, BODY) is None
     with pytest.raises(PayloadInvalid, match=r"X-Buildkite-Event says .job\.finished."):
         bk.job_events(headers, json.dumps({"event": "build.finished"}).encode())
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({}, ("success", None)),
+        ({"state": "failed", "exit_status": 1}, ("failure", "exit_status 1")),
+        ({"state": "failed", "exit_status": -1}, ("system_failure", "agent_lost")),
+        (
+            {"state": "failed", "exit_status": 255, "signal_reason": "agent_stop"},
+            ("system_failure", "agent_stop"),
+        ),
+        ({"state": "timed_out", "exit_status": 143}, ("timed_out", None)),
+        ({"state": "canceled", "exit_status": 143, "signal_reason": "cancel"}, ("cancelled", "cancel")),
+        ({"state": "skipped", "exit_status": None, "started_at": None}, None),
+    ],
+    ids=["published-passed", "failed", "agent-lost", "agent-stop", "timed-out", "canceled", "skipped"],
+)
+def test_the_docs_job_becomes_a_job_record(
+    change: dict[str, object], expected: tuple[str, str | None] | None
+) -> None:
+    bk = BuildkiteProvider(org=ORG, token=API_TOKEN, webhook_token=HOOK_TOKEN, pool="linux")
+    body = {"event": "job.finished", "job": fixture("job.json") | change, "build": {"number": 1}}
+    events = bk.job_events({"x-buildkite-event": "job.finished"}, json.dumps(body).encode())
+    records = records_of("buildkite", events or [])
+    if expected is None:
+        assert records == []
+        return
+    (record,) = records
+    assert (record.conclusion.value, record.failure_reason) == expected
+    assert (record.job_id, record.run_id, record.name, record.failed_step, record.tests) == (
+        "b63254c0-3271-4a98-8270-7cfbd6c2f14e",
+        "?#1",
+        "build",
+        None,  # a Buildkite job is one step
+        None,
+    )
+    assert record.started is not None and record.started.isoformat() == "2015-05-09T21:06:05+00:00"
+    assert record.finished.isoformat() == "2015-05-09T21:06:20+00:00"
+    assert (record.runner.id, record.runner.pool) == ("my-agent-123", "linux")

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from controller.db.engine import make_engine
 from controller.db.schema import migrate
 from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
+from controller.ingest.jobs import records_of
 from controller.providers.base import JobRef, PayloadInvalid, WebhookRejected
 from controller.providers.github import GitHubProvider, signature
 from controller.providers.memory import RunnerMemory
@@ -174,3 +175,57 @@ def test_rerun_of_the_latest_attempt_and_its_outcome(fake: FakeGitHub, engine: E
     assert gh.job_outcome(new) == "passed"
     with pytest.raises(ProviderRejected, match="403"):  # an older attempt cannot be rerun
         gh.rerun(JobRef(first))
+
+
+# The published example's one step, as it is (a success).
+FIRST_STEP = json.loads((FIXTURES / "workflow_job.completed.failure.json").read_text())["workflow_job"][
+    "steps"
+][0]
+FAILED_STEP = {"name": "Run tests", "status": "completed", "conclusion": "failure", "number": 2}
+SKIPPED_STEP = {"name": "Upload", "status": "completed", "conclusion": "skipped", "number": 3}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({}, ("failure", None)),
+        ({"steps": [FIRST_STEP, FAILED_STEP, SKIPPED_STEP]}, ("failure", "Run tests")),
+        (
+            {"conclusion": "timed_out", "steps": [FIRST_STEP, FAILED_STEP | {"conclusion": "timed_out"}]},
+            ("timed_out", "Run tests"),
+        ),
+        ({"conclusion": "cancelled"}, ("cancelled", None)),
+        ({"conclusion": "success"}, ("success", None)),
+        ({"conclusion": "skipped"}, None),
+        ({"status": "in_progress", "conclusion": None, "completed_at": None}, None),
+    ],
+    ids=["published-failure", "failed-step", "timed-out", "cancelled", "success", "skipped", "in-progress"],
+)
+def test_the_published_completed_job_becomes_a_job_record(
+    fake: FakeGitHub, engine: Engine, change: dict[str, object], expected: tuple[str, str | None] | None
+) -> None:
+    body = json.loads((FIXTURES / "workflow_job.completed.failure.json").read_text())
+    body["workflow_job"] |= change
+    events = provider(fake, engine).job_events({"x-github-event": "workflow_job"}, json.dumps(body).encode())
+    records = records_of("github", events or [])
+    if expected is None:
+        assert records == []
+        return
+    (record,) = records
+    assert (record.conclusion.value, record.failed_step) == expected
+    assert (record.job_id, record.run_id, record.attempt, record.name) == (
+        "Codertocat/Hello-World/289782451",
+        "Codertocat/Hello-World/2202229078",
+        1,
+        "linters",
+    )
+    assert (record.started.isoformat() if record.started else None, record.finished.isoformat()) == (
+        "2021-08-05T10:34:58+00:00",
+        "2021-08-05T10:38:16+00:00",
+    )
+    assert (record.runner.id, record.runner.provider, record.failure_reason, record.tests) == (
+        "GitHub Actions 5",
+        "github",
+        None,  # GitHub gives no reason beyond the conclusion
+        None,  # nor a count of tests
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
+from controller.ingest.jobs import records_of
 from controller.providers.base import JobRef, PayloadInvalid, WebhookRejected
 from controller.providers.gitlab import GitLabProvider
 from tests.fakes.gitlab import FakeGitLab
@@ -122,3 +123,62 @@ def test_retry_answers_the_new_job(fake: FakeGitLab) -> None:
     fake.wait_idle()
     assert gl.job_outcome(new) == "passed"
     assert fake.jobs[int(new.id.split("/")[1])].runner is fake.runners[102]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({}, ("success", None)),  # its build_failure_reason "unknown_failure" counts only on failure
+        ({"build_status": "failed", "build_failure_reason": "script_failure"}, ("failure", "script_failure")),
+        (
+            {"build_status": "failed", "build_failure_reason": "runner_system_failure"},
+            ("system_failure", "runner_system_failure"),
+        ),
+        (
+            {"build_status": "failed", "build_failure_reason": "stuck_or_timeout_failure"},
+            ("timed_out", "stuck_or_timeout_failure"),
+        ),
+        (
+            {"build_status": "failed", "build_failure_reason": "job_execution_timeout"},
+            ("timed_out", "job_execution_timeout"),
+        ),
+        ({"build_status": "canceled"}, ("cancelled", None)),
+        ({"build_status": "skipped"}, None),
+        ({"build_status": "running", "build_finished_at": None}, None),
+    ],
+    ids=[
+        "published-success",
+        "script",
+        "runner-system",
+        "stuck-or-timeout",
+        "timeout",
+        "canceled",
+        "skipped",
+        "running",
+    ],
+)
+def test_the_published_job_hook_becomes_a_job_record(
+    fake: FakeGitLab, change: dict[str, object], expected: tuple[str, str | None] | None
+) -> None:
+    body = json.loads((FIXTURES / "job_hook.go-gitlab.json").read_text()) | change
+    records = records_of("gitlab", provider(fake).job_events(HOOK, json.dumps(body).encode()) or [])
+    if expected is None:
+        assert records == []
+        return
+    (record,) = records
+    assert (record.conclusion.value, record.failure_reason) == expected
+    assert (record.job_id, record.run_id, record.attempt, record.name, record.failed_step) == (
+        "31537070/3580121225",
+        "31537070/743121198",
+        2,
+        "auto_deploy:start",
+        None,  # GitLab names no step
+    )
+    assert record.started is not None and record.started.isoformat() == "2023-01-10T13:50:05+00:00"
+    assert record.finished.isoformat() == "2023-01-10T13:50:54+00:00"
+    assert (record.runner.id, record.runner.provider, record.tests) == ("12270837", "gitlab", None)
+
+
+def test_the_docs_job_hook_of_a_created_job_is_no_record(fake: FakeGitLab) -> None:
+    body = (FIXTURES / "job_hook.docs.json").read_bytes()
+    assert records_of("gitlab", provider(fake).job_events(HOOK, body) or []) == []

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from controller.errors import ProviderRejected, RunnerNotFound
+from controller.ingest.jobs import records_of
 from controller.providers.base import JobRef
 from controller.providers.jenkins import JenkinsProvider
 from tests.fakes.jenkins import FakeJenkins
@@ -165,3 +166,22 @@ def test_a_build_still_running_is_reported_when_it_finishes(fake: FakeJenkins) -
 def test_credentials_never_in_repr() -> None:
     jenkins = JenkinsProvider("http://127.0.0.1:1/", username=USER, password=PASSWORD)
     assert PASSWORD not in repr(jenkins) and PASSWORD not in repr(jenkins.http)
+
+
+def test_polled_builds_become_job_records(fake: FakeJenkins) -> None:
+    fake.add_job("no-report", [])  # publishes no JUnit report: how many tests ran is unknown
+    jenkins = provider(fake, jobs=["app-tests", "no-report"])
+    _, cursor = jenkins.poll(None)
+    for job in ("app-tests", "app-tests", "no-report"):
+        fake.enqueue(job)
+    fake.wait_for("the builds", fake.idle)
+    events, _ = jenkins.poll(cursor)
+    records = {r.job_id: r for r in records_of("jenkins", events)}
+    ran = {f"{job}#{b.number}": node for node in ("linux-01", "linux-02") for job, b in fake.builds_on(node)}
+    assert sorted(records) == sorted(ran)
+    for job_id, record in records.items():
+        sick = ran[job_id] == "linux-02"
+        expected = ("failure", "UNSTABLE") if sick else ("success", None)
+        assert (record.conclusion.value, record.failure_reason, record.runner.id) == (*expected, ran[job_id])
+        assert record.tests == (None if job_id == "no-report#1" else 2)
+        assert record.started is not None and record.started <= record.finished
