@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from common.identity import StoredIdentity
+from common.jobs import JobConclusion
 
 
 class _Response(BaseModel):
@@ -62,7 +63,40 @@ class RunnerView(_Response):
     # The newest probe before return (a pinned rerun while it stays cordoned), open or ended.
     probe: dict[str, Any] | None = None
     last_readings: list[dict[str, Any]] = Field(default_factory=list)
+    # Its CI jobs over the analysis window (common/jobs.py): what shows a runner whose jobs die before
+    # any test. Cancelled jobs say nothing about the runner and are not counted.
+    jobs: int = Field(default=0, description="jobs that ran to a conclusion other than cancelled")
+    job_failures: int = Field(default=0, description="of those, failed, timed out or failed by the system")
+    job_failure_rate: float | None = Field(default=None, description="job_failures / jobs; None without jobs")
+    median_job_duration_s: float | None = Field(
+        default=None, description="median of those jobs' durations, where their start is known"
+    )
 
 
 class RunnerList(_Response):
     items: list[RunnerView]
+
+
+class JobView(_Response):
+    """A stored job record as `GET /v1/jobs` lists it (common/jobs.py has the fields' meaning)."""
+
+    job_id: str
+    run_id: str | None = None
+    attempt: int | None = None
+    name: str
+    conclusion: JobConclusion
+    started: str | None = None
+    finished: str
+    duration_s: float | None = None
+    failed_step: str | None = None
+    failure_reason: str | None = None
+    tests: int | None = None
+    commit: str | None = None
+    runner: str
+    pool: str
+    machine: str
+    provider: str | None = None
+
+
+class JobList(_Response):
+    items: list[JobView]

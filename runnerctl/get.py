@@ -1,4 +1,4 @@
-"""`runnerctl get runners|incidents|tests|actions`: list resources, once or (--watch) as they change."""
+"""`runnerctl get runners|jobs|incidents|tests|actions`: list resources, once or (--watch) as they change."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import Column, check_format, emit
-from runnerctl.times import shown_time
+from runnerctl.times import shown_duration, shown_time
 from runnerctl.watch import Fetch, watch
 
-app = typer.Typer(no_args_is_help=True, help="List resources: runners, incidents, tests, actions.")
+app = typer.Typer(no_args_is_help=True, help="List resources: runners, jobs, incidents, tests, actions.")
 
 OutputOption = Annotated[
     str, typer.Option("-o", "--output", callback=check_format, help="table|wide|json|yaml|name")
@@ -66,7 +66,14 @@ RUNNER_COLUMNS = (
     Column("shard", lambda r: r["identity"].get("shard"), wide_only=True),
     Column("labels", lambda r: r["identity"].get("labels"), wide_only=True),
     Column("last-report", lambda r: shown_time(r.get("last_report_at")), wide_only=True),
+    Column("jobs", lambda r: r.get("jobs", 0), wide_only=True),
+    Column("job-fail%", lambda r: _percent(r.get("job_failure_rate")), wide_only=True),
+    Column("median-job", lambda r: shown_duration(r.get("median_job_duration_s")), wide_only=True),
 )
+
+
+def _percent(rate: float | None) -> str | None:
+    return None if rate is None else f"{rate:.0%}"
 
 
 @app.command(
@@ -93,6 +100,75 @@ def runners(
     """
     fetch = listing(ctx, "/v1/runners", {"l": selector})
     show(fetch, output, RUNNER_COLUMNS, "runner", lambda r: r["identity"]["id"], watching, interval, polls)
+
+
+JOB_COLUMNS = (
+    Column("job", lambda j: j["job_id"]),
+    Column("name", lambda j: j["name"]),
+    Column("runner", lambda j: j["runner"]),
+    Column("conclusion", lambda j: j["conclusion"]),
+    Column("duration", lambda j: shown_duration(j.get("duration_s"))),
+    Column("tests", lambda j: j.get("tests")),
+    Column("finished", lambda j: shown_time(j["finished"])),
+    Column("run", lambda j: j.get("run_id"), wide_only=True),
+    Column("attempt", lambda j: j.get("attempt"), wide_only=True),
+    Column("step", lambda j: j.get("failed_step"), wide_only=True),
+    Column("reason", lambda j: j.get("failure_reason"), wide_only=True),
+    Column("pool", lambda j: j.get("pool"), wide_only=True),
+)
+
+
+@app.command(
+    "jobs",
+    epilog=examples(
+        "runnerctl get jobs",
+        "runnerctl get jobs -l runner=linux-03,conclusion!=success -o wide",
+        "runnerctl get jobs --conclusion system_failure,timed_out --since 2026-09-21T00:00:00Z",
+        "runnerctl get jobs --runner linux-03 --watch",
+    ),
+)
+def jobs(
+    ctx: typer.Context,
+    output: OutputOption = "table",
+    runner: Annotated[
+        str | None, typer.Option("--runner", help="only this runner's", autocompletion=completion.runner_ids)
+    ] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="only this pool's")] = None,
+    conclusion: Annotated[
+        str | None,
+        typer.Option(
+            "--conclusion", help="success, failure, cancelled, timed_out, system_failure (comma-separated)"
+        ),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="only jobs of this name")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="finished at or after (RFC 3339)")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="newest jobs listed")] = 500,
+    selector: Annotated[
+        str | None,
+        typer.Option(
+            "-l",
+            "--selector",
+            help="over job, run, attempt, name, conclusion, step, reason, runner, pool, machine, provider; "
+            "e.g. runner=linux-03,conclusion!=success",
+        ),
+    ] = None,
+    watching: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    polls: PollsOption = None,
+) -> None:
+    """List CI job records, newest first: conclusion, duration, tests, and (wide) the failed step and the
+    provider's reason."""
+    params = {
+        "runner": runner,
+        "pool": pool,
+        "conclusion": conclusion,
+        "name": name,
+        "since": since,
+        "limit": str(limit),
+        "l": selector,
+    }
+    fetch = listing(ctx, "/v1/jobs", params)
+    show(fetch, output, JOB_COLUMNS, "job", lambda j: j["job_id"], watching, interval, polls)
 
 
 INCIDENT_COLUMNS = (

@@ -1,4 +1,4 @@
-"""`runnerctl import FILE...`: backfill history — NDJSON results and reports, or JUnit XML.
+"""`runnerctl import FILE...`: backfill history — NDJSON results, job records and reports, or JUnit XML.
 
 Streams in batches with a progress bar; resumable (the offset of the last acknowledged batch is kept
 under the state directory) and idempotent (the controller deduplicates), so an interrupted import is
@@ -26,6 +26,7 @@ from runnerctl.output import stderr
 from runnerctl.times import shown_time
 
 RESULT_BATCH = 5000
+JOB_BATCH = 5000
 REPORT_BATCH = 500
 
 
@@ -35,6 +36,8 @@ class Tally:
     new_results: int = 0
     reports: int = 0
     new_reports: int = 0
+    jobs: int = 0
+    new_jobs: int = 0
     files: list[str] = field(default_factory=list)
 
 
@@ -48,7 +51,11 @@ EPILOG = examples(
 def import_files(
     ctx: typer.Context,
     files: Annotated[
-        list[Path], typer.Argument(help='NDJSON files (results; reports with "kind": "report") or JUnit XML')
+        list[Path],
+        typer.Argument(
+            help='NDJSON files (results; job records with "kind": "job"; reports with "kind": "report") '
+            "or JUnit XML"
+        ),
     ],
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="return before the analysis has caught up")
@@ -97,7 +104,8 @@ def import_files(
         else:
             _import_ndjson(client, path, tally, restart)
     stderr.print(
-        f"imported {counted(tally.results, 'result')} ({tally.new_results} new) and "
+        f"imported {counted(tally.results, 'result')} ({tally.new_results} new), "
+        f"{counted(tally.jobs, 'job')} ({tally.new_jobs} new) and "
         f"{counted(tally.reports, 'report')} ({tally.new_reports} new)",
         markup=False,
     )
@@ -137,6 +145,7 @@ def _import_ndjson(client: Client, path: Path, tally: Tally, restart: bool) -> N
 class Batch:
     end: int  # byte offset just after the batch's last line
     results: list[tuple[int, bytes]] = field(default_factory=list)  # (line number, raw line)
+    jobs: list[tuple[int, bytes]] = field(default_factory=list)
     reports: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -153,10 +162,14 @@ def _batches(path: Path, start: int) -> Iterator[Batch]:
             if line:
                 _classify(path, number, line, batch)
             batch.end = offset
-            if len(batch.results) >= RESULT_BATCH or len(batch.reports) >= REPORT_BATCH:
+            if (
+                len(batch.results) >= RESULT_BATCH
+                or len(batch.jobs) >= JOB_BATCH
+                or len(batch.reports) >= REPORT_BATCH
+            ):
                 yield batch
                 batch = Batch(end=offset)
-        if batch.results or batch.reports or batch.end > start:
+        if batch.results or batch.jobs or batch.reports or batch.end > start:
             yield batch
 
 
@@ -173,23 +186,21 @@ def _classify(path: Path, number: int, line: bytes, batch: Batch) -> None:
         batch.reports.append((number, record))
     elif kind == "result":
         batch.results.append((number, json.dumps(record).encode()))
+    elif kind == "job":
+        batch.jobs.append((number, json.dumps(record).encode()))
     else:
-        raise ApiError(None, f'{path}:{number}: unknown kind {kind!r}; expected "result" or "report"')
+        raise ApiError(None, f'{path}:{number}: unknown kind {kind!r}; expected "result", "job" or "report"')
 
 
 def _send(client: Client, path: Path, batch: Batch, tally: Tally) -> None:
     if batch.results:
-        body = b"\n".join(line for _, line in batch.results)
-        try:
-            answer = client.post(
-                "/v1/results", data=body, headers={"Content-Type": "application/x-ndjson"}, timeout=600
-            )
-        except ApiError as error:
-            raise ApiError(
-                error.status, _locate(path, error.message, [n for n, _ in batch.results])
-            ) from error
+        answer = _post_lines(client, "/v1/results", path, batch.results)
         tally.results += answer["accepted"]
         tally.new_results += answer["new"]
+    if batch.jobs:
+        answer = _post_lines(client, "/v1/jobs", path, batch.jobs)
+        tally.jobs += answer["accepted"]
+        tally.new_jobs += answer["new"]
     if batch.reports:
         try:
             answer = client.post("/v1/reports", json={"reports": [r for _, r in batch.reports]}, timeout=600)
@@ -199,6 +210,14 @@ def _send(client: Client, path: Path, batch: Batch, tally: Tally) -> None:
             ) from error
         tally.reports += answer["accepted"]
         tally.new_reports += len(answer["new"])
+
+
+def _post_lines(client: Client, endpoint: str, path: Path, lines: list[tuple[int, bytes]]) -> Any:
+    body = b"\n".join(line for _, line in lines)
+    try:
+        return client.post(endpoint, data=body, headers={"Content-Type": "application/x-ndjson"}, timeout=600)
+    except ApiError as error:
+        raise ApiError(error.status, _locate(path, error.message, [n for n, _ in lines])) from error
 
 
 def _locate(path: Path, message: str, numbers: list[int]) -> str:

@@ -1,4 +1,5 @@
-"""Times as operators read them: RFC 3339 UTC to the whole second, the same precision on every line.
+"""Times as operators read them: RFC 3339 UTC to the whole second, the same precision on every line;
+durations as `3m18s`.
 
 The API sends what it stores (epoch ms, so `19:48:42.762000Z` beside `19:40:53Z` when the ms are zero);
 tables, `describe` and `explain` show both as `…:42Z` and `…:53Z`. JSON and YAML keep the API's text.
@@ -22,3 +23,15 @@ def shown_time(value: Any) -> Any:
     if moment.tzinfo is None:
         return value
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shown_duration(seconds: Any) -> Any:
+    """A duration in seconds as `45s`, `3m18s`, `2h05m` (whole seconds, cut); anything else as given."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        return seconds
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
