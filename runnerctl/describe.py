@@ -12,7 +12,7 @@ from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import clean, stdout
 from runnerctl.probes import probe_line
-from runnerctl.times import shown_time
+from runnerctl.times import shown_duration, shown_time
 
 RunnerId = Annotated[str, typer.Argument(help="runner id", autocompletion=completion.runner_ids)]
 
@@ -49,6 +49,7 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
         ("Cordoned", _cordon(data.get("cordon"), data.get("probation"))),
         *probe,
         ("Executions", f"{data['executions']} ({data['failures']} failed)"),
+        ("Jobs", _jobs(data)),
         ("First seen", shown_time(data.get("first_seen"))),
         ("Last seen", shown_time(data.get("last_seen"))),
         ("Last report", shown_time(data.get("last_report_at"))),
@@ -65,6 +66,18 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
         status = reading.get("status", "?")
         line = f"  {reading['check']:<7} {status:<8} {shown_time(reading.get('observed_at'))}  {_summary(reading)}"
         stdout.print(clean(line), markup=False)
+
+
+def _jobs(data: dict[str, Any]) -> str:
+    """Its CI jobs over the analysis window: count, failures (rate), median duration."""
+    jobs = data.get("jobs") or 0
+    if not jobs:
+        return "0"
+    median = shown_duration(data.get("median_job_duration_s"))
+    return (
+        f"{jobs} ({data.get('job_failures', 0)} failed, {data['job_failure_rate']:.0%}); "
+        f"median {median if median is not None else '<unknown>'}"
+    )
 
 
 def _cordon(cordon: dict[str, Any] | None, probation: dict[str, Any] | None) -> str:

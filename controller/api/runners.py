@@ -12,8 +12,10 @@ from sqlalchemy.engine import Connection, Row
 from common.api import Health, RunnerList, RunnerView
 from common.identity import StoredIdentity
 from common.timeutil import iso
+from controller.analysis.engine import Analysis
 from controller.api.auth import READ_ROLES, require
 from controller.api.errors import ApiError
+from controller.api.job_stats import JobStats, job_stats, window_start_ms
 from controller.db import tables
 from controller.selectors import SELECTOR_PATTERN, Selector, parse_selector
 from controller.tokens import Principal
@@ -68,9 +70,15 @@ def execution_counts(conn: Connection, runner_id: str | None = None) -> dict[str
 
 
 def view(
-    request: Request, conn: Connection, row: Row[Any], counts: tuple[int, int], with_readings: bool
+    request: Request,
+    conn: Connection,
+    row: Row[Any],
+    counts: tuple[int, int],
+    with_readings: bool,
+    jobs: JobStats | None = None,
 ) -> RunnerView:
     health: Health = request.app.state.health_of(row.id)
+    jobs = jobs or JobStats()
     return RunnerView(
         identity=identity_of(row),
         first_seen=iso(row.first_seen_ms),
@@ -83,7 +91,15 @@ def view(
         probation=request.app.state.remediator.probations.view(row.id),
         probe=request.app.state.remediator.probes.view(row.id),
         last_readings=last_readings(conn, row.id) if with_readings else [],
+        jobs=jobs.jobs,
+        job_failures=jobs.failures,
+        job_failure_rate=jobs.failure_rate,
+        median_job_duration_s=jobs.median_s,
     )
+
+
+def jobs_since_ms(request: Request, as_of_ms: int) -> int:
+    return window_start_ms(as_of_ms, request.app.state.settings.analysis_window_days)
 
 
 @router.get("", response_model=RunnerList)
@@ -104,14 +120,14 @@ def list_runners(
         wanted: Selector = parse_selector(selector or "")
     except ValueError as error:
         raise ApiError(422, f"selector: {error}") from error
-    if request.app.state.settings.fresh_reads:
-        request.app.state.analysis.refresh()
-    else:
-        request.app.state.analysis.served()
+    since_ms = jobs_since_ms(request, _analysed(request).as_of_ms)
     with request.app.state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = execution_counts(conn)
-        items = [view(request, conn, row, counts.get(row.id, (0, 0)), with_readings=False) for row in rows]
+        stats = job_stats(conn, since_ms)
+        items = [
+            view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id)) for row in rows
+        ]
     return RunnerList(items=[item for item in items if wanted.matches(item)])
 
 
@@ -119,13 +135,17 @@ def list_runners(
 def get_runner(
     request: Request, runner_id: str, _principal: Annotated[Principal, Depends(require(*READ_ROLES))]
 ) -> RunnerView:
-    if request.app.state.settings.fresh_reads:
-        request.app.state.analysis.refresh()
-    else:
-        request.app.state.analysis.served()
+    since_ms = jobs_since_ms(request, _analysed(request).as_of_ms)
     with request.app.state.engine.connect() as conn:
         row = conn.execute(select(tables.runners).where(tables.runners.c.id == runner_id)).first()
         if row is None:
             raise ApiError(404, f"runner '{runner_id}' not found")
         counts = execution_counts(conn, runner_id).get(runner_id, (0, 0))
-        return view(request, conn, row, counts, with_readings=True)
+        stats = job_stats(conn, since_ms, runner_id).get(runner_id)
+        return view(request, conn, row, counts, True, stats)
+
+
+def _analysed(request: Request) -> Analysis:
+    if request.app.state.settings.fresh_reads:
+        return request.app.state.analysis.refresh()  # type: ignore[no-any-return]
+    return request.app.state.analysis.served()  # type: ignore[no-any-return]

@@ -15,6 +15,7 @@ from controller.analysis.engine import HEALTH_ORDER, Analysis
 from controller.web import heatmap
 from controller.web.format import parse_ms
 from controller.web.heatmap import HeatMap, HeatRow
+from controller.web.job_trend import JobBins
 from controller.web.trend import Trend, trend_of
 
 OPEN_STATES = ("sick", "suspect")
@@ -44,10 +45,19 @@ class RunnerRow:
     # runner (as the API says), but the operator should see it is not clean.
     via: list[dict[str, Any]] = field(default_factory=list)
     trend: Trend | None = None  # its heat-map row as a failure-rate line
+    # Its CI jobs over the analysis window (RunnerView's job fields), and their failure rate per bin.
+    jobs: int = 0
+    job_failures: int = 0
+    median_job_s: float | None = None
+    job_trend: Trend | None = None
 
     @property
     def failure_rate(self) -> float:
         return self.failures / self.executions if self.executions else 0.0
+
+    @property
+    def job_failure_rate(self) -> float | None:
+        return self.job_failures / self.jobs if self.jobs else None
 
 
 @dataclass(frozen=True)
@@ -105,8 +115,10 @@ def build_page(
     cleared_by: dict[str, list[str]],
     status: dict[str, Any],
     policy_of: Callable[[str | None], tuple[str, dict[str, Any]]],
+    job_bins: Callable[[HeatMap], JobBins] | None = None,
 ) -> FleetPage:
-    """`policy_of(pool)` gives the pool's remediation mode and disruption budget, for its header."""
+    """`policy_of(pool)` gives the pool's remediation mode and disruption budget, for its header;
+    `job_bins(heat)` each row's jobs in the heat map's bins, for its job trend."""
     open_incidents = [i for i in analysis.incidents if i["state"] in OPEN_STATES]
     open_incidents.sort(key=lambda i: (-HEALTH_ORDER[i["state"]], i["onset"]))
     resolved = [i for i in analysis.incidents if i["state"] == "resolved"]
@@ -123,10 +135,13 @@ def build_page(
     broad = [(i, _members(i)) for i in open_incidents if i["kind"] in BROAD_KINDS]
     starts = [c.start_ms for c in heat.columns]
     by_pool: dict[str, list[RunnerRow]] = {}
+    jobs = job_bins(heat) if job_bins else JobBins([], 0, {})
     for pool, row in rows:
         via = [i for i, members in broad if row.key in members]
         trend = trend_of(row.heat, starts) if row.heat else None
-        by_pool.setdefault(pool, []).append(replace(row, via=via, trend=trend))
+        job_row = jobs.rows.get(row.key)
+        job_trend = trend_of(job_row, jobs.starts_ms, what="job failure rate") if job_row else None
+        by_pool.setdefault(pool, []).append(replace(row, via=via, trend=trend, job_trend=job_trend))
     pools = []
     for name in sorted(by_pool):
         mode, budget = policy_of(None if name == "<none>" else name)
@@ -202,6 +217,9 @@ def _runner_rows(
                     failures=view.failures,
                     last_seen=view.last_seen,
                     heat=heat_rows.get(identity.id),
+                    jobs=view.jobs,
+                    job_failures=view.job_failures,
+                    median_job_s=view.median_job_duration_s,
                 ),
             )
         )
@@ -227,6 +245,9 @@ def _runner_rows(
                     failures=sum(v.failures for v in views),
                     last_seen=max((v.last_seen for v in views if v.last_seen), default=None),
                     heat=heat_rows.get(host),
+                    # Medians of single-use runners do not add up to the host's: left out.
+                    jobs=sum(v.jobs for v in views),
+                    job_failures=sum(v.job_failures for v in views),
                 ),
             )
         )

@@ -87,6 +87,16 @@ def mode(action: dict[str, Any]) -> tuple[str, str]:
     return "none", "the controller's bookkeeping in every mode (e.g. a cordon's expiry)"
 
 
+def seconds(value: float) -> str:
+    """A duration as `45s`, `3m18s`, `2h05m`: what runnerctl shows for it too."""
+    whole = int(value)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
     "counted": counted,
     "noun": noun,
@@ -96,4 +106,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "when": when,
     "ms_when": ms_when,
     "reading": reading,
+    "seconds": seconds,
 }

@@ -98,6 +98,15 @@ def bin_minutes_for(span_ms: int, max_columns: int) -> int:
     return next((m for m in NICE_BINS_MIN if m * MINUTE_MS * max_columns >= span_ms), NICE_BINS_MIN[-1])
 
 
+def bins(first_ms: int, as_of_ms: int, max_columns: int = 72) -> tuple[int, int, int]:
+    """(bin minutes, first bin's start, last bin's end) for times from `first_ms` to `as_of_ms`: equal
+    round bins ending just after `as_of`, at most `max_columns` of them."""
+    minutes = bin_minutes_for(as_of_ms - first_ms + 1, max_columns)
+    width = minutes * MINUTE_MS
+    end = (as_of_ms // width + 1) * width
+    return minutes, max(end - max_columns * width, (first_ms // width) * width), end
+
+
 def build(
     frame: Frame,
     as_of_ms: int,
@@ -108,11 +117,8 @@ def build(
     """`outages` as (start, end) ms; `incidents` as (row key, start, end) ms for the open stretches."""
     if frame.size == 0:
         return HeatMap(columns=[], rows=[], bin_minutes=60)
-    first = int(frame.time_ms.min())
-    minutes = bin_minutes_for(as_of_ms - first + 1, max_columns)
+    minutes, start, end = bins(int(frame.time_ms.min()), as_of_ms, max_columns)
     width = minutes * MINUTE_MS
-    end = (as_of_ms // width + 1) * width
-    start = max(end - max_columns * width, (first // width) * width)
     n_cols = (end - start) // width
     columns = [
         Column(s, s + width, any(o_start < s + width and o_end > s for o_start, o_end in outages))

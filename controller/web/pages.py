@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy import select
 
 from controller.api import runners as runners_api
+from controller.api.job_stats import job_stats
 from controller.db import tables
 from controller.remediation import audit
 from controller.web import session, trend
 from controller.web.fleet import FleetPage, build_page
 from controller.web.format import FILTERS
+from controller.web.heatmap import HeatMap
+from controller.web.job_trend import JobBins, job_bins
 
 HERE = Path(__file__).parent
 ACTIONS_SHOWN = 100
@@ -98,14 +102,24 @@ def gather(request: Request) -> FleetPage:
     state = request.app.state
     # The heat map needs the analysed rows: a follower computes them read-only rather than serve none.
     latest = state.analysis.with_frame(fresh=state.settings.fresh_reads)
+    since_ms = runners_api.jobs_since_ms(request, latest.as_of_ms)
     with state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = runners_api.execution_counts(conn)
-        views = [runners_api.view(request, conn, row, counts.get(row.id, (0, 0)), False) for row in rows]
+        stats = job_stats(conn, since_ms)
+        views = [
+            runners_api.view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id))
+            for row in rows
+        ]
         actions = audit.listing(conn, limit=ACTIONS_SHOWN)
     remediator = state.remediator
 
     def policy_of(pool: str | None) -> tuple[str, dict[str, Any]]:
         return remediator.policy(pool).mode, remediator.budget(pool).as_dict()
 
-    return build_page(latest, views, actions, state.cleared_by(), state.analysis.status(), policy_of)
+    def jobs_in(heat: HeatMap) -> JobBins:
+        # Binned once the heat map's bins are known, so a row's two trends line up.
+        with state.engine.connect() as conn:
+            return job_bins(conn, heat, since_ms, latest.as_of_ms or int(time.time() * 1000))
+
+    return build_page(latest, views, actions, state.cleared_by(), state.analysis.status(), policy_of, jobs_in)

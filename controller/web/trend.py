@@ -41,8 +41,10 @@ def y_of(rate: float, height: int = HEIGHT) -> float:
     return round(PAD + (1 - min(rate, CEILING) / CEILING) * (height - 2 * PAD), 2)
 
 
-def trend_of(row: HeatRow, starts_ms: list[int], width: int = WIDTH, height: int = HEIGHT) -> Trend:
-    """`starts_ms`: each column's start, for the hover text."""
+def trend_of(
+    row: HeatRow, starts_ms: list[int], width: int = WIDTH, height: int = HEIGHT, what: str = "failure rate"
+) -> Trend:
+    """`starts_ms`: each column's start, for the hover text; `what` the rate drawn (of tests, of jobs)."""
     n = len(row.cells)
     step = width / n if n else 0.0
     steps: list[Step] = []
@@ -61,7 +63,7 @@ def trend_of(row: HeatRow, starts_ms: list[int], width: int = WIDTH, height: int
     if ran:
         worst = max(range(n), key=lambda j: (row.cells[j].rate, j))
         title = (
-            f"{row.key}: failure rate per bin, 0 at the bottom, {pct(CEILING, 0)} or more at the top; "
+            f"{row.key}: {what} per bin, 0 at the bottom, {pct(CEILING, 0)} or more at the top; "
             f"highest {pct(row.cells[worst].rate)} at {ms_when(starts_ms[worst])}; newest bin "
             + (pct(latest) if latest is not None else "ran nothing")
         )

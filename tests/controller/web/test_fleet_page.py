@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -42,7 +43,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
             record["test_id"] = HOSTILE
         lines.append(json.dumps(record) + "\n")
     history = tmp / "history.ndjson"
-    history.write_text("".join(lines))
+    history.write_text("".join(lines + job_lines(lines)))
     with running_controller(tmp, env={"RUNNER_CONTROLLER_ANALYSIS_INTERVAL_S": "0"}) as controller:
         env = os.environ | {
             "RUNNERCTL_SERVER": controller.url,
@@ -58,6 +59,32 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
         )
         assert cordoned.status_code == 200, cordoned.text
         yield controller
+
+
+def job_lines(lines: list[str]) -> list[str]:
+    """`kind: job` records of the simulated jobs: each failed if one of its tests did."""
+    jobs: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in lines:
+        record = json.loads(line)
+        if record.get("kind") or not record.get("job_id"):
+            continue
+        job = jobs.setdefault(
+            (record["job_id"], record["runner"]["id"]),
+            {
+                "kind": "job",
+                "job_id": record["job_id"],
+                "name": "tests",
+                "runner": record["runner"],
+                "finished": record["time"],
+                "conclusion": "success",
+                "tests": 0,
+            },
+        )
+        job["finished"] = max(job["finished"], record["time"])
+        job["tests"] += 1
+        if record["outcome"] in ("failed", "error"):
+            job["conclusion"] = "failure"
+    return [json.dumps(job) + "\n" for job in jobs.values()]
 
 
 def login(controller: Controller, token: str, **headers: str) -> requests.Response:
@@ -196,6 +223,18 @@ def test_the_page_in_chromium(served: Controller, tmp_path: Path) -> None:
             assert steps == pytest.approx(ran, abs=0.011), name
         assert trends[SICK][1].count("M") > 1, "the sick runner's empty bins should break its trend"
 
+        # Beside it, the same line for its CI jobs, and the sick runner's jobs fail most.
+        job_trends = dict(driver.execute_script(JOB_TRENDS))
+        assert set(job_trends) == set(rows)
+        assert all(
+            title.startswith(f"{name}: job failure rate per bin") for name, title in job_trends.items()
+        )
+        job_fail = {
+            name: float(row.find_elements(By.CSS_SELECTOR, "td.num")[3].text.rstrip("%"))
+            for name, row in rows.items()
+        }
+        assert job_fail[SICK] > max(rate for name, rate in job_fail.items() if name != SICK)
+
         # The outage spans the fleet: its columns are marked above every row.
         assert driver.find_elements(By.CSS_SELECTOR, "tr.outages th.ot.on")
 
@@ -241,6 +280,13 @@ return Array.from(document.querySelectorAll('tr.runner')).map(row => {
     Array.from(row.querySelectorAll('td.c'), cell => cell.getAttribute('title')),
   ];
 });
+"""
+
+
+JOB_TRENDS = """
+return Array.from(document.querySelectorAll('tr.runner')).map(row => [
+  row.dataset.runner, row.querySelector('td.job-trend svg.trend title').textContent,
+]);
 """
 
 
