@@ -15,6 +15,7 @@ from common.jobs import JUDGED_CONCLUSIONS, JobConclusion
 from controller.db import tables
 
 DAY_MS = 86_400_000
+CLOCK_LEAD_MS = 5 * 60_000  # as the analysis' as_of may run past the controller's clock (service.py)
 _JUDGED = sorted(c.value for c in JUDGED_CONCLUSIONS)
 
 
@@ -29,10 +30,15 @@ class JobStats:
         return self.failures / self.jobs if self.jobs else None
 
 
-def window_start_ms(as_of_ms: int, window_days: float) -> int:
-    """Where the analysis window begins: `window_days` before its `as_of`, or before now while nothing
-    is analysed (a runner whose jobs die before any test sends no result to set `as_of`)."""
-    anchor = as_of_ms or int(time.time() * 1000)
+def window_start_ms(conn: Connection, as_of_ms: int, window_days: float) -> int:
+    """Where the analysis window begins for jobs: `window_days` before the newer of the analysis'
+    `as_of` and the newest job. Jobs may be newer than every result (a runner whose jobs die before any
+    test sends none), and they must not be judged against a window that ended before them. Jobs dated
+    further ahead of the controller's clock than the analysis allows its `as_of` do not move it."""
+    t = tables.jobs
+    ceiling = int(time.time() * 1000) + CLOCK_LEAD_MS
+    newest = conn.execute(select(func.max(t.c.finished_ms)).where(t.c.finished_ms <= ceiling)).scalar()
+    anchor = max(as_of_ms, int(newest or 0)) or int(time.time() * 1000)
     return anchor - int(window_days * DAY_MS)
 
 

@@ -98,8 +98,8 @@ def view(
     )
 
 
-def jobs_since_ms(request: Request, as_of_ms: int) -> int:
-    return window_start_ms(as_of_ms, request.app.state.settings.analysis_window_days)
+def jobs_since_ms(request: Request, conn: Connection, as_of_ms: int) -> int:
+    return window_start_ms(conn, as_of_ms, request.app.state.settings.analysis_window_days)
 
 
 @router.get("", response_model=RunnerList)
@@ -120,11 +120,11 @@ def list_runners(
         wanted: Selector = parse_selector(selector or "")
     except ValueError as error:
         raise ApiError(422, f"selector: {error}") from error
-    since_ms = jobs_since_ms(request, _analysed(request).as_of_ms)
+    as_of_ms = _analysed(request).as_of_ms
     with request.app.state.engine.connect() as conn:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = execution_counts(conn)
-        stats = job_stats(conn, since_ms)
+        stats = job_stats(conn, jobs_since_ms(request, conn, as_of_ms))
         items = [
             view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id)) for row in rows
         ]
@@ -135,13 +135,13 @@ def list_runners(
 def get_runner(
     request: Request, runner_id: str, _principal: Annotated[Principal, Depends(require(*READ_ROLES))]
 ) -> RunnerView:
-    since_ms = jobs_since_ms(request, _analysed(request).as_of_ms)
+    as_of_ms = _analysed(request).as_of_ms
     with request.app.state.engine.connect() as conn:
         row = conn.execute(select(tables.runners).where(tables.runners.c.id == runner_id)).first()
         if row is None:
             raise ApiError(404, f"runner '{runner_id}' not found")
         counts = execution_counts(conn, runner_id).get(runner_id, (0, 0))
-        stats = job_stats(conn, since_ms, runner_id).get(runner_id)
+        stats = job_stats(conn, jobs_since_ms(request, conn, as_of_ms), runner_id).get(runner_id)
         return view(request, conn, row, counts, True, stats)
 
 

@@ -102,8 +102,8 @@ def gather(request: Request) -> FleetPage:
     state = request.app.state
     # The heat map needs the analysed rows: a follower computes them read-only rather than serve none.
     latest = state.analysis.with_frame(fresh=state.settings.fresh_reads)
-    since_ms = runners_api.jobs_since_ms(request, latest.as_of_ms)
     with state.engine.connect() as conn:
+        since_ms = runners_api.jobs_since_ms(request, conn, latest.as_of_ms)
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = runners_api.execution_counts(conn)
         stats = job_stats(conn, since_ms)
