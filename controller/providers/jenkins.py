@@ -188,7 +188,7 @@ class JenkinsProvider:
         if node is not None:  # Pipeline builds export no node
             rid = node or BUILT_IN
             runner = RunnerIdentity(id=rid, name=rid, pool=self.pool, provider=NAME)
-        # `timestamp` is when the build started (Run.getStartTimeInMillis), `duration` how long it ran.
+        # `timestamp` is when the Run was created (an executor took it), `duration` how long it ran.
         started = datetime.fromtimestamp(build["timestamp"] / 1000, UTC)
         when = datetime.fromtimestamp((build["timestamp"] + (build.get("duration") or 0)) / 1000, UTC)
         job_id = f"{name}#{build['number']}"
