@@ -55,8 +55,12 @@ class JobRecord(BaseModel):
     failure_reason: str | None = Field(
         default=None, max_length=200, description="the provider's own reason, as it spells it"
     )
+    # Bounded like every stored integer: PostgreSQL's integer column holds at most 2**31 - 1.
     tests: int | None = Field(
-        default=None, ge=0, description="test results the job produced; None: unknown (counted from results)"
+        default=None,
+        ge=0,
+        le=100_000_000,
+        description="test results the job produced; None: unknown (counted from results)",
     )
     commit: str | None = Field(default=None, max_length=200)
     runner: RunnerIdentity

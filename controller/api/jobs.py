@@ -69,6 +69,8 @@ JOB_FIELDS: RecordFields = {
     "provider": field_of("provider"),
 }
 _SINCE = TypeAdapter(EventTime)
+_CONCLUSION = "(" + "|".join(sorted(c.value for c in JobConclusion)) + ")"
+CONCLUSIONS_PATTERN = rf"^{_CONCLUSION}(,{_CONCLUSION})*$"
 
 
 @router.get("", response_model=JobList)
@@ -79,11 +81,18 @@ def list_jobs(
     pool: Annotated[str | None, Query(description="pools, comma-separated")] = None,
     conclusion: Annotated[
         str | None,
-        Query(description="success, failure, cancelled, timed_out, system_failure (comma-separated)"),
+        Query(
+            description="success, failure, cancelled, timed_out, system_failure (comma-separated)",
+            json_schema_extra={"pattern": CONCLUSIONS_PATTERN},
+        ),
     ] = None,
     name: Annotated[str | None, Query(description="job names, comma-separated")] = None,
     since: Annotated[
-        str | None, Query(description="finished at or after this time (RFC 3339 or epoch seconds)")
+        str | None,
+        Query(
+            description="finished at or after this time (RFC 3339 or epoch seconds)",
+            json_schema_extra={"format": "date-time"},
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
     selector: Annotated[

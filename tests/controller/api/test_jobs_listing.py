@@ -239,3 +239,9 @@ def test_bad_filters_are_named(served: Controller, params: dict[str, str], messa
 def test_who_may_list(served: Controller) -> None:
     assert served.get("/v1/jobs", token=served.token("read")).status_code == 200
     assert served.get("/v1/jobs", token=served.token("ingest")).status_code == 403
+
+
+def test_a_test_count_past_what_the_store_holds_is_named(served: Controller) -> None:
+    response = served.post("/v1/jobs", json=[job("too-many", tests=2**31)])
+    assert response.status_code == 422 and "tests" in response.text, response.text
+    assert listed(served, runner="linux-03", name="unit-tests", l="job=too-many") == []
