@@ -226,5 +226,12 @@ def test_sick_node_drained_by_the_cluster_reruns_elsewhere_and_it_comes_back_on_
         lambda: "runnerctl.io/cordoned" not in kube.node("n3")["metadata"]["labels"],
         60,
     )
+    # The audit entry is written before the release and finished after it: wait for it to be finished.
+    wait_for(
+        controller,
+        "the probation's entry finished",
+        lambda: actions(controller, action="probation")[0]["status"] != "intended",
+        60,
+    )
     outcome = actions(controller, action="probation")[0]
     assert outcome["status"] == "done" and "probe passed" in outcome["detail"]
