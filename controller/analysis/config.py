@@ -230,7 +230,7 @@ class AnalysisConfig(BaseModel):
         "far beyond what the tests called healthy fail (binomial, p below flake_beyond_noise_p) is flaky",
     )
     flake_beyond_noise_p: float = 1e-4
-    flake_beyond_noise_failures: int = 4
+    flake_beyond_noise_failures: int = 3
     flake_burst_p: float = Field(
         default=1e-3,
         description="failures bunched into outage_max_s this far beyond the test's other runs (Fisher) are "
