@@ -188,6 +188,52 @@ class AnalysisConfig(BaseModel):
         "gone with it) for the image to count as retired while its pool works on",
     )
 
+    # Job outcomes (controller/analysis/jobs.py): a runner whose jobs die before any test ran (a full
+    # disk before checkout, a dead container daemon) sends no result, so only its job records show it.
+    # One sequential test per runner (per host for ephemeral runners) on an "early death" per judged
+    # job, against its pool's peers' rate of the same, with the false discovery rate over runners at
+    # `fdr_q`. Resolution reuses `resolve_after_jobs`.
+    jobs_sick_rate: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="the early-death rate the test's alternative assumes: a black hole fails nearly every job",
+    )
+    jobs_short_ratio: float = Field(
+        default=0.2,
+        gt=0,
+        lt=1,
+        description="a failed job that ended within this share of its peers' median duration (same pool and "
+        "job name) died early",
+    )
+    jobs_tests_usual_share: float = Field(
+        default=0.5,
+        description="a failed job with no test result died early only where its peers' jobs of that name "
+        "usually (this share or more) report tests: a lint job never does",
+    )
+    jobs_timed_out_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="a timed-out job counts as this much of an early death (a hung runner, or a slow test)",
+    )
+    jobs_peer_radius_s: int = Field(
+        default=3600, ge=60, description="peers' jobs finishing within about this long of a job set its rate"
+    )
+    jobs_prior_rate: float = Field(
+        default=0.01, gt=0, lt=1, description="a peer's early-death rate before its jobs say otherwise"
+    )
+    jobs_prior_strength: float = Field(default=10.0, gt=0, description="that prior, in jobs")
+    jobs_min_peer_rate: float = Field(
+        default=0.005,
+        gt=0,
+        lt=1,
+        description="the peers' rate is never taken below this: a few clean peer jobs do not prove a rate of zero",
+    )
+    jobs_min_early_deaths: int = Field(
+        default=2, ge=1, description="early deaths a verdict on job outcomes needs, at least"
+    )
+
     # Flake scoring.
     flake_min_executions: int = 10
     flake_min_failures: int = 2

@@ -18,9 +18,11 @@ from controller.analysis.config import AnalysisConfig, scaled_to
 from controller.analysis.dependency_outages import DependencyOutage, find_companions, find_dependency_outages
 from controller.analysis.evidence import Badness, judge_readings, latest_bad, nearest_reading
 from controller.analysis.flake import FlakeInputs, failing_under, release_own_runs, score_tests
-from controller.analysis.frame import Frame
+from controller.analysis.frame import NONE, Frame
 from controller.analysis.group_outages import GroupOutage, find_group_outages, group_outage_rows
 from controller.analysis.horizon import horizon
+from controller.analysis.job_verdict import job_evidence, job_incident
+from controller.analysis.jobs import find_episodes, job_table, recorded_job_tests
 from controller.analysis.levels import build_levels
 from controller.analysis.outages import Outage, find_outages, find_pool_outages, outage_mask, outage_rows
 from controller.analysis.verdict import build_incident
@@ -59,28 +61,40 @@ LONE_LEAD_MS = 3_600_000
 
 
 def latest_shared_ms(frame: Frame) -> int:
-    """The analysis' `as_of`: the newest result time, unless one runner alone runs more than an hour ahead
-    of all the others (a clock far ahead, or a record dated wrong); then the newest of the others. One
-    runner must not move `as_of`: every window hangs from it, and a day's jump would empty them."""
-    runner = frame.cols["runner"]
-    latest = np.full(int(runner.max()) + 1, -1, dtype=np.int64)  # event times are all after 2000
-    np.maximum.at(latest, runner, frame.time_ms)
-    present = latest[latest >= 0]
+    """The analysis' `as_of`: the newest result or job time, unless one runner alone runs more than an
+    hour ahead of all the others (a clock far ahead, or a record dated wrong); then the newest of the
+    others. One runner must not move `as_of`: every window hangs from it, and a day's jump would empty
+    them. Job records count: a black-hole runner's jobs may be all that arrived lately."""
+    latest = np.full(len(frame.codes["runner"].values) + 1, -1, dtype=np.int64)  # times are after 2000
+    np.maximum.at(latest, frame.cols["runner"], frame.time_ms)
+    by_runner = {frame.codes["runner"].values[c]: int(t) for c, t in enumerate(latest[:-1]) if t >= 0}
+    jobs = frame.jobs.cols
+    for runner, finished in zip(jobs["runner"].tolist(), jobs["finished_ms"].tolist(), strict=True):
+        by_runner[runner] = max(by_runner.get(runner, -1), finished)
+    present = np.array(sorted(by_runner.values()), np.int64)
     if present.size < 2:
         return int(present.max())
-    runner_up, newest = (int(t) for t in np.partition(present, -2)[-2:])
+    runner_up, newest = (int(t) for t in present[-2:])
     return newest if newest - runner_up <= LONE_LEAD_MS else runner_up
 
 
 def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | None = None) -> Analysis:
     config = config or AnalysisConfig()
-    if frame.size == 0:
+    if frame.size == 0 and frame.jobs.size == 0:
         return Analysis(as_of_ms=as_of_ms or 0)
     as_of = latest_shared_ms(frame) if as_of_ms is None else as_of_ms
     window = horizon(as_of, config)
-    frame = frame.since(window.results_from_ms, window.readings_from_ms).canonical()
+    frame = frame.since(window.results_from_ms, window.readings_from_ms)
+    # A job with a record is judged by it, not also as a test named after it (jobs.py).
+    frame = frame.without(recorded_job_tests(frame)).canonical()
     if frame.size == 0:
-        return Analysis(as_of_ms=as_of)
+        incidents = _job_verdicts(frame, as_of, judge_readings(frame, config), [], [], config)
+        return Analysis(
+            as_of_ms=as_of,
+            incidents=incidents,
+            health=_health(frame, incidents, judge_readings(frame, config), as_of, config),
+            frame=frame,
+        )
     selected = frame.time_ms <= as_of
     if selected.any():
         config = scaled_to(config, as_of - int(frame.time_ms[selected].min()))
@@ -181,6 +195,7 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     _charge_wrong_readings(frame, selected, badness, discount, reasons, config)
     resource_bad, resource_seen = _resource_pressure(frame, badness, config)
     release_own_runs(frame, selected & ~resource_bad, discount, len(incidents), config)
+    incidents += _job_verdicts(frame, as_of, badness, outages, incidents, config)
     incidents.sort(key=lambda i: (i["onset"], i["kind"], i["entity"]))
 
     tests = score_tests(
@@ -199,6 +214,40 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
         hypotheses=tested,
         frame=frame,
     )
+
+
+def _job_verdicts(
+    frame: Frame,
+    as_of: int,
+    badness: Badness,
+    outages: list[Outage],
+    incidents: list[dict[str, Any]],
+    config: AnalysisConfig,
+) -> list[dict[str, Any]]:
+    """The job-health term's verdicts (jobs.py) not already held by an incident on the same entity
+    at the same time: there they join it as its job evidence. Jobs in an outage of the fleet or their
+    pool say nothing about one runner."""
+    table = job_table(frame, as_of, config)
+    if table.size == 0:
+        return []
+    pools = np.array([frame.codes["pool"].index.get(p, NONE) for p in table.cols["pool"].tolist()], np.int32)
+    skip = outage_mask(table.cols["finished_ms"], pools, outages)
+    added = []
+    for episode in find_episodes(table, as_of, config, skip):
+        onset = int(table.cols["finished_ms"][episode.onset])
+        end = as_of if episode.end is None else int(table.cols["finished_ms"][episode.end])
+        held = [
+            i
+            for i in incidents
+            if (i["kind"], i["entity"]) == (episode.kind, episode.entity)
+            and to_ms(datetime.fromisoformat(i["onset"])) <= end
+            and (i["end"] is None or to_ms(datetime.fromisoformat(i["end"])) >= onset)
+        ]
+        if held:
+            held[0]["jobs"] = job_evidence(table, episode, config)
+        else:
+            added.append(job_incident(table, episode, frame, badness, config))
+    return added
 
 
 def _an_incidents_failures(rows: np.ndarray, by_incident: np.ndarray, frame: Frame) -> bool:

@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy import Select, select
 from sqlalchemy.engine import Connection
 
+from controller.analysis.jobrows import JobRows
 from controller.db import tables
 
 NONE = -1
@@ -94,6 +95,8 @@ class Frame:
     c_key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     c_digest: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     last_reading_id: int = 0
+    # Job records (jobs.py reads them): what tells a runner whose jobs die before any test.
+    jobs: JobRows = field(default_factory=JobRows)
 
     @property
     def size(self) -> int:
@@ -151,6 +154,7 @@ class Frame:
         c_order = np.lexsort((c_digest, c_key, c_reading))
         out.c_reading, out.c_key, out.c_digest = c_reading[c_order], c_key[c_order], c_digest[c_order]
         out.last_reading_id = self.last_reading_id
+        out.jobs = self.jobs
         return out
 
     def _used_codes(self) -> dict[str, np.ndarray]:
@@ -175,17 +179,30 @@ class Frame:
 
     def since(self, results_from_ms: int, readings_from_ms: int) -> Frame:
         """The rows at or after the given times, sharing this frame's codes and load position."""
-        return self._kept(self.time_ms >= results_from_ms, self.r_time_ms >= readings_from_ms)
+        return self._kept(
+            self.time_ms >= results_from_ms,
+            self.r_time_ms >= readings_from_ms,
+            self.jobs.cols["finished_ms"] >= results_from_ms,
+        )
 
     def before(self, until_ms: int) -> Frame:
         """The results and readings before a time: the history as it stood then (a replay's view)."""
-        return self._kept(self.time_ms < until_ms, self.r_time_ms < until_ms)
+        return self._kept(
+            self.time_ms < until_ms, self.r_time_ms < until_ms, self.jobs.cols["finished_ms"] < until_ms
+        )
 
-    def _kept(self, keep: np.ndarray, r_keep: np.ndarray) -> Frame:
-        if keep.all() and r_keep.all():
+    def without(self, drop: np.ndarray) -> Frame:
+        """The frame without the results masked by `drop`; readings and jobs kept."""
+        return self._kept(~drop, np.ones(self.r_time_ms.size, bool), np.ones(self.jobs.size, bool))
+
+    def _kept(self, keep: np.ndarray, r_keep: np.ndarray, j_keep: np.ndarray) -> Frame:
+        if keep.all() and r_keep.all() and j_keep.all():
             return self
         out = Frame(
-            codes=self.codes, last_result_id=self.last_result_id, last_reading_id=self.last_reading_id
+            codes=self.codes,
+            last_result_id=self.last_result_id,
+            last_reading_id=self.last_reading_id,
+            jobs=self.jobs.kept(j_keep),
         )
         out.time_ms, out.fail, out.ephemeral = self.time_ms[keep], self.fail[keep], self.ephemeral[keep]
         out.cols = {c: v[keep] for c, v in self.cols.items()}
@@ -216,6 +233,7 @@ class Frame:
                 break
         while self._load_readings(conn, batch) == batch:
             pass
+        self.jobs.load(conn)
         return added
 
     def _load_results(self, conn: Connection, limit: int) -> int:
