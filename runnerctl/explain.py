@@ -87,6 +87,11 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
             + (f", ended {shown_time(incident['end'])}" if incident.get("end") else "")
         )
         _line(f"  test: {stats['test']}")
+        if incident.get("jobs"):
+            _jobs(incident["jobs"])
+        if not incident["tests"] and incident.get("jobs"):
+            _line(f"  affected jobs: {len(incident['affected_jobs'])}")
+            continue  # judged by its job records alone: no test failures to show
         _line(
             f"  {counted(stats['failures'], 'failure')} in {counted(stats['executions'], 'execution')} where "
             f"{stats['expected']} {noun(stats['expected'], 'was', 'were')} expected (ratio {stats['ratio']}); "
@@ -147,6 +152,30 @@ def runner(ctx: typer.Context, runner_id: RunnerId, as_json: JsonOption = False)
     for note in data["what_would_flip"]:
         _line(f"  - {note}")
     _remediation(data.get("remediation"))
+
+
+def _jobs(jobs: dict[str, Any]) -> None:
+    """The job evidence of a verdict on job outcomes (controller/analysis/job_verdict.py)."""
+    _line(
+        f"  jobs: {jobs['early_deaths']} of {counted(jobs['judged_jobs'], 'judged job')} died early "
+        f"({jobs['system_failures']} system failures, {jobs['timed_out']} timed out, {jobs['without_tests']} "
+        f"without tests, {jobs['short']} far shorter than peers'); peers' jobs die early at "
+        f"{jobs['peer_rate']:.1%}, {jobs['expected']} expected"
+    )
+    _line(
+        f"  statistic: log-likelihood ratio {jobs['llr']} (sick rate {jobs['sick_rate']:.0%}); p = "
+        f"{jobs['p_value']:.3g}, adjusted {jobs['p_adjusted']:.3g} (Benjamini–Hochberg bar {jobs['bh_bar']:.3g})"
+    )
+    _line("  first jobs that died early:")
+    for job in jobs["first_jobs"]:
+        took = "?" if job["duration_s"] is None else f"{job['duration_s']:g} s"
+        why = ", ".join(str(v) for v in (job["failed_step"], job["failure_reason"]) if v) or (
+            "no tests" if not job["tests"] else ""
+        )
+        _line(
+            f"    {shown_time(job['finished'])}  {job['job_id']}  {job['name']}: {job['conclusion']} after {took}"
+            + (f" ({why})" if why else "")
+        )
 
 
 def _remediation(remediation: dict[str, Any] | None) -> None:

@@ -12,6 +12,8 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis
 from controller.analysis.flake import entity_name, entity_of
 from controller.analysis.frame import Frame
+from controller.analysis.job_verdict import TEST as JOB_TEST
+from controller.analysis.jobs import RESOLVE_P as JOB_RESOLVE_P
 from controller.analysis.pivot import pivot, window
 
 DAY_MS = 86_400_000
@@ -21,17 +23,25 @@ def explain_runner(
     frame: Frame, analysis: Analysis, runner_id: str, config: AnalysisConfig
 ) -> dict[str, Any] | None:
     code = frame.codes["runner"].index.get(runner_id)
-    if code is None:
+    jobs = frame.jobs.cols["runner"] == runner_id
+    if code is None and not jobs.any():
         return None
-    rows = frame.cols["runner"] == code
+    rows = frame.cols["runner"] == code if code is not None else np.zeros(frame.size, bool)
     ran = bool(rows.any())
     # A runner known only from its agent's readings has run no job here: no machine, pool or peers to
-    # set it against yet (its most frequent machine and pool are undefined, not an error).
+    # set it against yet (its most frequent machine and pool are undefined, not an error). One known by
+    # its job records alone (a black hole sends no test result) is placed by them.
     machine = frame.name("machine", int(np.bincount(frame.cols["machine"][rows]).argmax())) if ran else None
     image_codes = np.unique(frame.cols["image"][rows])
     images = {frame.name("image", int(c)) for c in image_codes if c >= 0}
     pool_code = int(np.bincount(frame.cols["pool"][rows]).argmax()) if ran else -1
     pool = frame.name("pool", pool_code) if ran else None
+    if not ran and jobs.any():
+        machine, pool = (
+            _most_common(frame.jobs.cols["machine"][jobs]),
+            _most_common(frame.jobs.cols["pool"][jobs]),
+        )
+        pool_code = frame.codes["pool"].index.get(pool, -1)
     related = [
         i
         for i in analysis.incidents
@@ -70,12 +80,26 @@ def explain_runner(
         },
         "what_would_flip": _flip(focus, health, config)
         + [_burst_note(b, config) for b in bursts]
-        + ([] if ran else ["no results from this runner yet: its jobs' results are what it is judged by"]),
+        + (
+            []
+            if ran
+            else [
+                "no test results from this runner yet: its jobs' results are what it is judged by"
+                + (", and its job records, which show jobs dying before any test ran" if jobs.any() else "")
+            ]
+        ),
         "as_of": iso(analysis.as_of_ms),
     }
 
 
+def _most_common(values: np.ndarray) -> str:
+    found, counts = np.unique(values, return_counts=True)
+    return str(found[int(counts.argmax())])
+
+
 def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: AnalysisConfig) -> list[str]:
+    if incident is not None and incident["statistics"]["test"] == JOB_TEST:
+        return _flip_jobs(incident, config)
     if incident is None:
         notes = [
             f"to become suspect: a stretch of failures at least {config.min_ratio:g}x what the same tests do on "
@@ -113,6 +137,20 @@ def _flip(incident: dict[str, Any] | None, health: dict[str, Any], config: Analy
         ]
     return [
         f"resolved: {incident.get('resolution') or 'ran at the expected failure rate since the stretch ended'}"
+    ]
+
+
+def _flip_jobs(incident: dict[str, Any], config: AnalysisConfig) -> list[str]:
+    """What would flip a verdict on job outcomes (job_verdict.py)."""
+    jobs = incident["jobs"]
+    if incident["state"] == "resolved":
+        return [f"resolved: {incident.get('resolution')}"]
+    return [
+        f"to clear: {config.resolve_after_jobs}+ judged jobs in a row that reach their tests (more where it "
+        f"died early less often: enough that its own rate would hardly leave them clean, p < {JOB_RESOLVE_P:g})",
+        f"to be mere chance its p would have to exceed {jobs['bh_bar']:.2g} (the Benjamini–Hochberg bar at its "
+        f"rank); it has p = {jobs['p_value']:.2g} ({jobs['early_deaths']} of {jobs['judged_jobs']} jobs died early "
+        f"where its peers' jobs die early at {jobs['peer_rate']:.1%})",
     ]
 
 

@@ -28,6 +28,7 @@ from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import Analysis, analyse, latest_shared_ms
 from controller.analysis.frame import Frame
 from controller.analysis.horizon import horizon
+from controller.analysis.jobs import find_episodes, job_table
 from controller.analysis.screen import Batch, Model, NewReadings, Screen, build_model, screen
 from controller.db import tables
 from controller.leadership import Leadership, LeaseLost
@@ -39,11 +40,16 @@ log = logging.getLogger(__name__)
 CLOCK_LEAD_MS = 300_000
 
 
-def stored_ids(conn: Connection) -> tuple[int, int]:
-    """The newest result and reading ids stored: what an analysis covering everything has loaded."""
+def stored_ids(conn: Connection) -> tuple[int, int, int]:
+    """The newest result, reading and job ids stored: what an analysis covering everything has loaded."""
     results = conn.execute(select(func.max(tables.results.c.id))).scalar()
     readings = conn.execute(select(func.max(tables.readings.c.id))).scalar()
-    return int(results or 0), int(readings or 0)
+    jobs = conn.execute(select(func.max(tables.jobs.c.id))).scalar()
+    return int(results or 0), int(readings or 0), int(jobs or 0)
+
+
+def _loaded(frame: Frame) -> tuple[int, int, int]:
+    return frame.last_result_id, frame.last_reading_id, frame.jobs.last_job_id
 
 
 def _plain(value: Any) -> Any:
@@ -77,6 +83,8 @@ class AnalysisService:
         self.last_raise: dict[str, Any] | None = None  # the last screen that started a full pass
         self._screen_from = 0  # the frame's first row the last full pass did not cover
         self._readings_from = 0  # and its first reading
+        self._jobs_from = 0  # and its first job record
+        self._snapshot_jobs = 0  # the last job id the leader's stored snapshot covers
         self._full_at = 0.0  # monotonic time of the last full pass
         self._snapshot: Analysis | None = None
         self._snapshot_key: tuple[int, ...] | None = None
@@ -133,7 +141,7 @@ class AnalysisService:
 
     def _behind(self) -> bool:
         with self.engine.connect() as conn:
-            return stored_ids(conn) > (self.frame.last_result_id, self.frame.last_reading_id)
+            return stored_ids(conn) > _loaded(self.frame)
 
     def _pass(self, force: bool) -> Analysis:
         if not force and not self._dirty.is_set() and not self._behind() and self.source == "own pass":
@@ -160,6 +168,7 @@ class AnalysisService:
         self.screened = None
         self._screen_from = self.frame.size
         self._readings_from = int(self.frame.r_time_ms.size)
+        self._jobs_from = self.frame.jobs.size
         self._full_at = time.monotonic()
         self.metrics.provisional.set(0)
         self.latest = analysis
@@ -201,6 +210,8 @@ class AnalysisService:
             "tests": analysis.tests,
             "bh_cutoff": analysis.bh_cutoff,
             "hypotheses": analysis.hypotheses,
+            # The snapshot table's columns predate job records: their newest id rides in the body.
+            "last_job_id": self.frame.jobs.last_job_id,
         }
         with self.engine.begin() as conn:
             term = 0
@@ -245,10 +256,11 @@ class AnalysisService:
                     hypotheses=body["hypotheses"],
                 )
                 self._snapshot_key = key
+                self._snapshot_jobs = int(body.get("last_job_id", 0))
             stored = stored_ids(conn) if fresh or force else None
-        covers = key is not None and stored is not None and (key[3], key[4]) >= stored
+        covers = key is not None and stored is not None and (key[3], key[4], self._snapshot_jobs) >= stored
         if force or (fresh and not covers) or self._snapshot is None:
-            mine = (self.frame.last_result_id, self.frame.last_reading_id)
+            mine = _loaded(self.frame)
             if not force and self.source == "read-only pass" and (stored is None or mine >= stored):
                 return self.latest
             return self._analyse(persist=False)
@@ -293,6 +305,12 @@ class AnalysisService:
         started = time.perf_counter()
         with self.engine.connect() as conn:
             self.frame.load(conn)
+        if self.frame.jobs.size > self._jobs_from and self._new_job_verdicts():
+            # Jobs dying before their tests send no result for the screen to see; a black hole
+            # empties a queue in minutes, so a new one is worth a full pass at once.
+            log.info("new job records raise a runner; running a full pass")
+            self._pass(force=True)
+            return
         if self.frame.size == self._screen_from and self.frame.r_time_ms.size == self._readings_from:
             return
         batch = Batch.of(self.frame, self._screen_from)
@@ -310,6 +328,20 @@ class AnalysisService:
                 or "an outage",
             )
             self._pass(force=True)
+
+    def _new_job_verdicts(self) -> bool:
+        """Whether the job-health term alone, over the frame as loaded, finds an entity the last full
+        pass had no open incident on. Cheap: jobs are few beside results."""
+        self._jobs_from = self.frame.jobs.size
+        as_of = min(latest_shared_ms(self.frame), round(time.time() * 1000) + CLOCK_LEAD_MS)
+        table = job_table(self.frame, as_of, self.config)
+        if table.size == 0:
+            return False
+        open_now = {
+            (e.kind, e.entity) for e in find_episodes(table, as_of, self.config) if e.resolved is None
+        }
+        known = {(i["kind"], i["entity"]) for i in self.latest.incidents if i["state"] != "resolved"}
+        return bool(open_now - known)
 
     def _failed(self, error: Exception) -> None:
         self.metrics.analysis_failures.inc()

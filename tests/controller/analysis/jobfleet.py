@@ -8,6 +8,7 @@ with no test result, and being always idle picks up a job every minute.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -139,3 +140,38 @@ def _result(i: int, time_ms: int, test: str, runner: str, job: str, outcome: str
         f"run-{job}",
         None,
     )
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def wire(fleet: JobFleet) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The fleet as the public API takes it: test results for /v1/results, job records for /v1/jobs."""
+    results = [
+        {
+            "test_id": r[4],
+            "outcome": r[2],
+            "time": _iso(r[1]),
+            "job_id": r[10],
+            "run_id": r[11],
+            "runner": {"id": r[5], "pool": r[7]},
+        }
+        for r in fleet.results
+    ]
+    jobs = [
+        {
+            "job_id": j[4],
+            "run_id": j[5],
+            "attempt": j[3],
+            "name": j[6],
+            "started": _iso(j[1]),
+            "finished": _iso(j[0]),
+            "conclusion": j[7],
+            "failed_step": j[8],
+            "tests": j[2],
+            "runner": {"id": j[10], "pool": j[12]},
+        }
+        for j in fleet.jobs
+    ]
+    return results, jobs

@@ -4,6 +4,7 @@ fleets and cancelled jobs left alone, the provider's infrastructure failures cou
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ def _ms(text: str) -> int:
     return to_ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
-def _on(analysis: Analysis, entity: str) -> list[dict]:
+def _on(analysis: Analysis, entity: str) -> list[dict[str, Any]]:
     return [i for i in analysis.incidents if i["entity"] == entity]
 
 
