@@ -27,6 +27,7 @@ SIMS = ROOT / "eval" / "sims"
 RUN_FLEET = SIMS / "heldout" / "run_fleet.sh"
 IMPORT = SIMS / "heldout" / "import_feed.py"
 FEEDS = {
+    "blackhole": SIMS / "blackhole" / "feed.py",
     "heldout": IMPORT,
     "heldout2": IMPORT,
     "heldout3": IMPORT,
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [x for x in sims if x not in FEEDS and not re.fullmatch(SIM_NAMES, x)]
         if unknown:
             parser.error(
-                f"unknown simulator {unknown}: heldout..heldout8, sim:random-N or sim:{'|'.join(sorted(SCENARIOS))}"
+                f"unknown simulator {unknown}: blackhole, heldout..heldout8, sim:random-N or sim:{'|'.join(sorted(SCENARIOS))}"
             )
         dirs = [generate_and_feed(sim, seed, args.out, args.bin) for sim in sims for seed in args.seeds]
     else:

@@ -594,7 +594,65 @@ def sim_layout(run: Path, sim: str) -> Truth:
     )
 
 
+# ---------------------------------------------------------------- blackhole
+
+
+def blackhole_layout(run: Path, sim: str) -> Truth:
+    """blackhole: `black_holes` (runner, pool, onset, end, the finish times of the jobs it failed),
+    `herrings` by runner, `tests` by id with `label` (flaky or healthy); a flaky test's failures are
+    all its own. A black hole is judged by its jobs alone: dimension `jobs`, sick."""
+    t = json.loads((run / "truth.json").read_text())
+    meta: dict[str, Json] = t["runners"]
+    sick = []
+    for hole in t["black_holes"]:
+        if not hole["jobs"]:
+            continue
+        entity = hole["entity"]
+        accept = frozenset({("runner", entity), ("machine", meta[entity]["machine"])})
+        sick.append(
+            SickEntity(
+                id=hole["id"],
+                kind="runner",
+                entity=entity,
+                accept=accept,
+                dimensions=frozenset({"jobs"}),
+                accept_states=frozenset({"sick"}),
+                spans=((must_ts(hole["onset"]), ts(hole["end"])),),
+                first_failure=ts(hole["first_failure"]),
+                last_failure=ts(hole["jobs"][-1]),
+                failures=len(hole["jobs"]),
+                runners=frozenset({entity}),
+                related=_related("runner", {entity}, meta, accept),
+                weak=len(hole["jobs"]) < 3,  # fewer jobs than the issue's goal allows to name it
+                label="black hole",
+            )
+        )
+    tests = {
+        tid: TestTruth(
+            label=x["label"],
+            accept=frozenset({x["label"]}),
+            runs=x["runs"],
+            failures=x["failures"],
+            own_failures=x["failures"] if x["label"] == "flaky" else 0,
+            weak=x["label"] == "flaky" and x["failures"] < 5,
+        )
+        for tid, x in t["tests"].items()
+    }
+    return Truth(
+        sim=sim,
+        seed=str(t["seed"]),
+        start=must_ts(t["start"]),
+        end=must_ts(t["end"]),
+        sick=tuple(sick),
+        herrings={("runner", r): why for r, why in t["herrings"].items()},
+        tests=tests,
+        outages=(),
+        runners={r: RunnerInfo(m["machine"], m["pool"]) for r, m in meta.items()},
+    )
+
+
 ADAPTERS: dict[str, Callable[[Path, str], Truth]] = {
+    "blackhole": blackhole_layout,
     "heldout2": heldout2_layout,
     "heldout": heldout1_layout,
     "heldout3": heldout3_layout,
