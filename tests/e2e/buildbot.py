@@ -214,6 +214,7 @@ def start_fleet(
     status_push_url: str | None = None,
     token: str = "runnerctl-test-token",
     uploader: str = "auto",
+    setup_step: bool = False,
     python: str = sys.executable,
     start_timeout: float = 60,
     stop_timeout: float = 15,
@@ -223,6 +224,7 @@ def start_fleet(
     `results_url`: each build POSTs its JUnit XML there with `Authorization: Bearer <token>` and query
     `job_id=<buildid>&run_id=<buildsetid>&runner_id=<worker>&pool=buildbot&machine=<worker>&provider=buildbot`.
     `uploader`: "curl", "python" (urllib, for hosts without curl) or "auto" (curl when installed).
+    `setup_step`: a first step that makes the build's scratch space; it fails on a sick worker.
     `status_push_url`: Buildbot's HttpStatusPush posts each build's dict there at start and finish.
     The processes get SIGKILL if the thread that called this dies without unwinding (setpriv --pdeathsig).
     """
@@ -261,6 +263,7 @@ def start_fleet(
             "token": token,
             "uploader": uploader,
             "property_slots": PROPERTY_SLOTS,
+            "setup_step": setup_step,
         }
         (master / "fleet.json").write_text(json.dumps(fleet_config, indent=2), encoding="utf-8")
         fleet = BuildbotFleet(url=url, workers=list(workers), workdir=workdir)

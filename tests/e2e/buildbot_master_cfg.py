@@ -82,6 +82,19 @@ def _can_start_build(builder, worker_for_builder, request):
 
 
 factory = util.BuildFactory()
+if FLEET.get("setup_step"):
+    # A job's set-up before its tests, as CI jobs have (a checkout, a container, a workspace): where the
+    # worker's scratch space is broken it fails here, before any test runs or any result is uploaded,
+    # within a second — what a black-hole runner does. Off by default: each step costs the master time.
+    factory.addStep(
+        steps.ShellCommand(
+            name="set up workspace",
+            command=["sh", "-c", 'mkdir -p "$RUNNERCTL_SCRATCH"'],
+            env={"RUNNERCTL_SCRATCH": scratch_dir},
+            haltOnFailure=True,
+            timeout=60,
+        )
+    )
 # Each step costs the master a good fraction of a second, so the suite runs in place (pytest writes no
 # bytecode or cache into it) instead of behind a checkout step, and "hold" is the suite's own sleep.
 factory.addStep(

@@ -154,8 +154,11 @@ def running_loop(
     sick: tuple[str, ...],
     env: dict[str, str] | None = None,
     workers: tuple[str, ...] = ("w1", "w2", "w3"),
+    setup_fails: tuple[str, ...] = (),
 ) -> Iterator[Loop]:
-    """Controller, fleet and agents up, the `sick` workers broken; everything torn down afterwards."""
+    """Controller, fleet and agents up, the `sick` workers broken; everything torn down afterwards.
+    The `setup_fails` workers' builds fail at their first step, before any test (a set-up step is
+    added to every build then); their disks are fine."""
     mounts: list[Path] = []
     agents: dict[str, subprocess.Popen[bytes]] = {}
     scratches: dict[str, Path] = {}
@@ -169,6 +172,7 @@ def running_loop(
             results_url=results_url,
             status_push_url=f"{controller.url}/v1/webhooks/buildbot",
             token=ingest,
+            setup_step=bool(setup_fails),
         ) as fleet:
             # Only now is the master's URL known: restart the controller with it as its provider.
             controller.stop()
@@ -186,6 +190,8 @@ def running_loop(
                         fleet.sick_marker(worker).touch()
                     else:
                         scratch.mkdir()
+                    if worker in setup_fails:
+                        fleet.sick_marker(worker).touch()
                     config = agent_process.write_config(
                         home,
                         controller.url,
