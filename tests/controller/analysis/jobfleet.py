@@ -78,8 +78,10 @@ def build(
     bad_duration_s: tuple[float, float] = (4.0, 10.0),
     bad_tests: int | None = 0,
     job_results: bool = False,
+    ephemeral: bool = False,
 ) -> JobFleet:
-    """`job_results`: also store each job's provider result `job:<name>`, as webhook ingest does."""
+    """`job_results`: also store each job's provider result `job:<name>`, as webhook ingest does.
+    `ephemeral`: each job on a single-use runner (`<host>-<n>`) of its host (the names above)."""
     rng = np.random.default_rng(seed)
     fleet = JobFleet()
     names = [f"linux-{i:02d}" for i in range(runners)] + list(black_holes)
@@ -104,7 +106,12 @@ def build(
                 conclusion = "failure" if rng.random() < flaky_job_rate else "success"
                 tests = 10
             finished = t + int(duration * 1000)
-            fleet.jobs.append(job_row(runner, job_id, name, t, finished, conclusion, tests))
+            ran_on = f"{runner}-{n}" if ephemeral else runner
+            fleet.jobs.append(
+                job_row(
+                    ran_on, job_id, name, t, finished, conclusion, tests, ephemeral=ephemeral, machine=runner
+                )
+            )
             if bad:
                 fleet.planted.setdefault(runner, []).append(finished)
             if tests:
@@ -112,27 +119,32 @@ def build(
                 for k in range(tests):
                     outcome = "failed" if conclusion == "failure" and k in failing else "passed"
                     fleet.results.append(
-                        _result(len(fleet.results), finished, f"{name}::t{k}", runner, job_id, outcome)
+                        _result(
+                            len(fleet.results), finished, f"{name}::t{k}", ran_on, job_id, outcome, runner
+                        )
                     )
             if job_results:
                 outcome = "passed" if conclusion == "success" else "failed"
                 fleet.results.append(
-                    _result(len(fleet.results), finished, f"job:{name}", runner, job_id, outcome)
+                    _result(len(fleet.results), finished, f"job:{name}", ran_on, job_id, outcome, runner)
                 )
             # A black hole is always idle: it takes the next queued job at once.
             t = finished + int((rng.exponential(50) if bad else rng.exponential(300)) * 1000)
     return fleet
 
 
-def _result(i: int, time_ms: int, test: str, runner: str, job: str, outcome: str) -> tuple[Any, ...]:
+def _result(
+    i: int, time_ms: int, test: str, runner: str, job: str, outcome: str, machine: str
+) -> tuple[Any, ...]:
+    ephemeral = runner != machine
     return (
         i + 1,
         time_ms,
         outcome,
-        False,
+        ephemeral,
         test,
         runner,
-        runner,
+        machine,
         "linux",
         None,
         None,

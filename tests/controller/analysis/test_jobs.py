@@ -106,6 +106,14 @@ def test_a_job_with_a_record_is_not_also_a_test(seed: int) -> None:
     assert [t for t in {t["test_id"] for t in analyse(fleet.frame()).tests} if t.startswith("job:")]
 
 
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_an_ephemeral_black_hole_is_its_host(seed: int) -> None:
+    fleet = build(seed, black_holes=(BH,), ephemeral=True)
+    analysis = analyse(fleet.frame())
+    assert [(i["kind"], i["entity"], i["state"]) for i in analysis.incidents] == [("machine", BH, "sick")]
+    assert _ms(analysis.incidents[0]["decided_at"]) <= fleet.planted[BH][2]
+
+
 def test_a_pool_of_one_has_no_peers_to_be_judged_against() -> None:
     fleet = build(1, runners=0, black_holes=(BH,))
     assert not _on(analyse(fleet.frame()), BH)
