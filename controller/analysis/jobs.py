@@ -39,7 +39,7 @@ class JobTable:
     cols: dict[str, np.ndarray]
     entity: np.ndarray  # runner id, or host for an ephemeral runner
     dead: np.ndarray  # early-death weight, 0..1
-    no_tests: np.ndarray
+    no_tests: np.ndarray  # failed or not, no test ran where its peers' jobs of that name report some
     short: np.ndarray
     duration_s: np.ndarray  # nan where the start is unknown
     peer_rate: np.ndarray = field(default_factory=lambda: np.zeros(0))  # nan: no peers to judge by
@@ -101,13 +101,14 @@ def job_table(frame: Frame, as_of_ms: int, config: AnalysisConfig) -> JobTable:
     reported = (c["tests"] > 0) | ((c["tests"] < 0) & _results_for(frame, c))
     table = JobTable(c, entity, np.zeros(order.size), ~reported, np.zeros(order.size, bool), duration)
     failed = c["conclusion"] == JobConclusion.failure.value
-    usual_tests, median_duration = _peer_norms(table, reported)
+    usual_tests, median_duration = _peer_norms(table, reported, config.jobs_tests_usual_share)
+    table.no_tests &= usual_tests  # no test tells nothing where the peers' jobs of that name report none
     table.short = failed & (duration < config.jobs_short_ratio * median_duration)
     table.dead = np.select(
         [
             c["conclusion"] == JobConclusion.system_failure.value,
             c["conclusion"] == JobConclusion.timed_out.value,
-            failed & ((table.no_tests & usual_tests) | table.short),
+            failed & (table.no_tests | table.short),
         ],
         [1.0, config.jobs_timed_out_weight, 1.0],
         0.0,
@@ -130,7 +131,7 @@ def _results_for(frame: Frame, c: dict[str, np.ndarray]) -> np.ndarray:
     return np.isin(keys, have) & (keys >= 0)
 
 
-def _peer_norms(table: JobTable, reported: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _peer_norms(table: JobTable, reported: np.ndarray, usual_share: float) -> tuple[np.ndarray, np.ndarray]:
     """Per job: whether its pool's jobs of that name usually report tests, and their median duration
     — each the median over entities of the entity's own, so a black hole running most of the jobs
     does not set what is usual."""
@@ -145,7 +146,7 @@ def _peer_norms(table: JobTable, reported: np.ndarray) -> tuple[np.ndarray, np.n
             known = table.duration_s[mine][~np.isnan(table.duration_s[mine])]
             if known.size:
                 durations.append(float(np.median(known)))
-        usual[rows] = float(np.median(shares)) >= 0.5
+        usual[rows] = float(np.median(shares)) >= usual_share
         if durations:
             median[rows] = float(np.median(durations))
     return usual, median

@@ -58,6 +58,19 @@ def test_a_fleet_failing_a_third_of_its_jobs_from_flaky_tests_is_left_alone(seed
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
+def test_where_no_job_reports_tests_its_short_life_tells(seed: int) -> None:
+    fleet = build(seed, black_holes=(BH,))
+    fleet.results = []
+    fleet.jobs = [(*job[:2], None, *job[3:]) for job in fleet.jobs]
+    [incident] = _on(analyse(fleet.frame()), BH)
+    assert (
+        incident["jobs"]["without_tests"] == 0
+        and incident["jobs"]["short"] == incident["jobs"]["early_deaths"]
+    )
+    assert _ms(incident["decided_at"]) <= fleet.planted[BH][2]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
 def test_cancelled_jobs_say_nothing(seed: int) -> None:
     fleet = build(seed, black_holes=(BH,), bad_conclusion="cancelled")
     assert not _on(analyse(fleet.frame()), BH)
