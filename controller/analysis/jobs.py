@@ -273,7 +273,11 @@ def _episodes(
         s = max(0.0, s + step)
         peak = max(peak, s)
         if opened < 0:
-            if s > 0 and min(1.0, counted * math.exp(-s)) <= bar and _deaths(dead, start, i) >= _min(config):
+            if (
+                s > 0
+                and min(1.0, counted * math.exp(-s)) <= bar
+                and _deaths(dead, start, i) >= config.jobs_min_early_deaths
+            ):
                 opened, last, clean = i, i, 0
             continue
         if dead[i]:
@@ -286,10 +290,6 @@ def _episodes(
     if opened >= 0:
         out.append(_episode(entity, kind, rows, start, opened, None, None, peak))
     return out[-config.max_segments_per_entity :]
-
-
-def _min(config: AnalysisConfig) -> int:
-    return config.jobs_min_early_deaths
 
 
 def _deaths(dead: np.ndarray, start: int, i: int) -> int:
