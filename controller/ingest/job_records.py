@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from common.jobs import JobRecord
@@ -57,6 +58,7 @@ def job_key(job: JobRecord, finished_ms: int) -> str:
 def store_jobs(conn: Connection, batch: Sequence[JobRecord], now_ms: int) -> StoreOutcome:
     rows: dict[str, tuple[Any, ...]] = {}
     seen: dict[str, tuple[int, int, JobRecord]] = {}  # runner -> first, last finish, latest record
+    batch = _with_known_identity(conn, batch)
     for job in batch:
         finished_ms = to_ms(job.finished)
         rows.setdefault(job_key(job, finished_ms), _row(job, finished_ms, now_ms))
@@ -78,6 +80,33 @@ def store_jobs(conn: Connection, batch: Sequence[JobRecord], now_ms: int) -> Sto
             ],
         )
     return StoreOutcome(accepted=len(batch), new=new)
+
+
+def _with_known_identity(conn: Connection, batch: Sequence[JobRecord]) -> Sequence[JobRecord]:
+    """Records whose runner names no pool or machine (a Buildbot push names only the worker) take them
+    from the runner as already known: a job row in pool "default" would have no peers to be judged by."""
+    vague = {job.runner.id for job in batch if job.runner.pool is None or job.runner.machine is None}
+    if not vague:
+        return batch
+    t = tables.runners
+    known = {
+        row.id: row
+        for row in conn.execute(
+            select(t.c.id, t.c.pool, t.c.machine, t.c.image, t.c.shard).where(t.c.id.in_(vague))
+        )
+    }
+    filled: list[JobRecord] = []
+    for job in batch:
+        row = known.get(job.runner.id)
+        if row is None:
+            filled.append(job)
+            continue
+        fields = {
+            name: getattr(job.runner, name) or getattr(row, name)
+            for name in ("pool", "machine", "image", "shard")
+        }
+        filled.append(job.model_copy(update={"runner": job.runner.model_copy(update=fields)}))
+    return filled
 
 
 def _row(job: JobRecord, finished_ms: int, now_ms: int) -> tuple[Any, ...]:

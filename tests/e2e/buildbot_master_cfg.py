@@ -179,7 +179,10 @@ if FLEET.get("status_push_url"):
                 reporters.BuildStatusGenerator(
                     mode="all",
                     report_new=True,
-                    message_formatter=reporters.MessageFormatterFunction(lambda ctx: ctx["build"], "json"),
+                    # Steps too: a failed build's job record names the step it failed at.
+                    message_formatter=reporters.MessageFormatterFunction(
+                        lambda ctx: ctx["build"], "json", want_steps=True
+                    ),
                 )
             ],
         )

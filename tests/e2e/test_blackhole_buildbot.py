@@ -3,20 +3,18 @@ build at its first step, before any test runs or any result is uploaded, while w
 The controller must name w3 sick from its job records alone, pause it in Buildbot and rebuild its
 failed builds on the healthy workers, green there.
 
-The job records are posted by this test over POST /v1/jobs, read from Buildbot's REST API as a
-provider would map them: the Buildbot provider's own job-record mapping (issue 48's ingest side) is
-not on main yet. Its agents run and read healthy disks: the job outcomes alone are the evidence.
+The job records come from Buildbot's own status push (`POST /v1/webhooks/buildbot`, with its steps), as
+an operator configures it. Its agents run and read healthy disks: the job outcomes alone are the evidence.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.buildbot import FAILURE, SUCCESS, BuildbotFleet
+from tests.e2e.buildbot import FAILURE, SUCCESS
 from tests.e2e.remediation_fleet import Loop, running_loop
 
 pytestmark = [pytest.mark.needs_buildbot, pytest.mark.slow]
@@ -26,28 +24,11 @@ ENV = {
     "RUNNER_CONTROLLER_REMEDIATION_INTERVAL_S": "0.5",
     "RUNNER_CONTROLLER_REMEDIATION_POLICIES": '{"buildbot": {"mode": "auto"}}',
 }
-# Buildbot's results codes as a job record's conclusion; EXCEPTION is the infrastructure's failure.
-CONCLUSIONS = {0: "success", 1: "success", 2: "failure", 4: "system_failure", 6: "cancelled"}
 
 
-def _iso(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat().replace("+00:00", "Z")
-
-
-def job_record(fleet: BuildbotFleet, build: dict[str, Any]) -> dict[str, Any]:
-    """A finished build as a job record: its first failing step, its worker, its times."""
-    steps = fleet.api(f"builds/{build['buildid']}/steps")["steps"]
-    failed = next((s["name"] for s in steps if s.get("results") not in (None, 0, 1)), None)
-    worker = fleet.workername(build)
-    return {
-        "job_id": str(build["buildid"]),
-        "name": "tests",
-        "started": _iso(build["started_at"]),
-        "finished": _iso(build["complete_at"]),
-        "conclusion": CONCLUSIONS[build["results"]],
-        "failed_step": failed,
-        "runner": {"id": worker, "machine": worker, "pool": "buildbot", "provider": "buildbot"},
-    }
+def jobs_of(loop: Loop) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = loop.controller.get("/v1/jobs").json()["items"]
+    return items
 
 
 def sick_incident(loop: Loop, worker: str) -> dict[str, Any]:
@@ -68,11 +49,14 @@ def test_a_worker_failing_at_set_up_is_named_drained_and_its_builds_rerun_green(
         assert [b["results"] for b in mine] == [FAILURE] * 3
         assert {b["results"] for b in builds if b not in mine} == {SUCCESS}
         # No test result ever came from w3: the result analysis has nothing to go on.
-        assert not [i for i in loop.incidents() if i["entity"] == "w3"]
-        records = [job_record(loop.fleet, b) for b in builds]
-        assert {r["failed_step"] for r in records if r["runner"]["id"] == "w3"} == {"set up workspace"}
-        stored = loop.controller.post("/v1/jobs", json=records, token=loop.ingest_token).json()
-        assert stored["new"] == len(records)
+        assert loop.controller.get("/v1/runners/w3").json()["executions"] == 0
+        # Each finished build became a job record through the push, w3's naming the step it died at.
+        records = loop.wait_for(
+            "a job record per build",
+            lambda: (found := jobs_of(loop)) and len(found) == len(builds) and found,
+            timeout=60,
+        )
+        assert {r["failed_step"] for r in records if r["runner"] == "w3"} == {"set up workspace"}
 
         incident = sick_incident(loop, "w3")
         assert (incident["kind"], incident["dimension"]) == ("runner", "jobs")
@@ -101,5 +85,7 @@ def test_a_worker_failing_at_set_up_is_named_drained_and_its_builds_rerun_green(
         assert explained.returncode == 0, explained.stderr
         text = explained.stdout
         assert "Health:    sick (jobs)" in text and "Cordoned:  yes, by runner-controller" in text
+        # The push names only the worker: its jobs are judged in the pool the worker is known by.
+        assert "Pivot, pool buildbot" in text
         assert "  jobs: 3 of 3 judged jobs died early" in text
-        assert "tests: failure after" in text and "(set up workspace)" in text
+        assert "tests: failure after" in text and "(set up workspace" in text

@@ -54,3 +54,15 @@ def test_bad_job_is_named_and_nothing_is_stored(controller: Controller) -> None:
     unknown = controller.post("/v1/jobs", json=[job(conclusion="exploded")])
     assert unknown.status_code == 422 and "conclusion" in unknown.text
     assert count(controller, "jobs") == 0
+
+
+def test_a_job_naming_only_its_runner_takes_the_pool_it_is_known_by(controller: Controller) -> None:
+    # A Buildbot push names only the worker; in pool "default" its jobs would have no peers.
+    known = {"test_id": "t", "outcome": "passed", "time": "2026-09-21T09:00:00Z"}
+    known["runner"] = {"id": "w3", "machine": "vm-3", "pool": "buildbot"}
+    assert controller.post("/v1/results", json=[known]).status_code == 200
+    bare = job(runner={"id": "w3"})
+    assert controller.post("/v1/jobs", json=[bare, job("b2", runner={"id": "stranger"})]).json()["new"] == 2
+    listed = {item["runner"]: item for item in controller.get("/v1/jobs").json()["items"]}
+    assert (listed["w3"]["pool"], listed["w3"]["machine"]) == ("buildbot", "vm-3")
+    assert (listed["stranger"]["pool"], listed["stranger"]["machine"]) == ("default", "stranger")
