@@ -23,12 +23,15 @@ from common.api import Health
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.engine import analyse
 from controller.analysis.frame import Frame
+from controller.db import tables
 from controller.db.engine import make_engine
 
 
 def rescore(out: str, run: str, overrides: list[str]) -> str:
     config = AnalysisConfig(**{k: json.loads(v) for k, v in (s.split("=", 1) for s in overrides)})
     engine = make_engine(f"sqlite:///{Path(run) / 'controller.db'}")
+    # Runs stored before a table the analysis reads existed (jobs, 0009) get it empty, as a migration would.
+    tables.metadata.create_all(engine, tables=[tables.jobs])
     frame = Frame()
     with engine.connect() as conn:
         frame.load(conn)
