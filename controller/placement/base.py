@@ -31,7 +31,9 @@ class ApiCall:
 
 @dataclass(frozen=True)
 class NodeState:
-    """What the controller reads off a node. `ours`: cordoned by runnerctl (its label), so it may undo it."""
+    """What the controller reads off a node. `ours`: cordoned by runnerctl (its label), so it may undo it;
+    `cordoned_by`: who in runnerctl did (the controller, or an operator's token name; None on nodes
+    cordoned before that was recorded, which only the controller did)."""
 
     name: str
     unschedulable: bool
@@ -40,6 +42,7 @@ class NodeState:
     incident: str | None = None
     cordoned_at_ms: int | None = None
     probation_since_ms: int | None = None
+    cordoned_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,12 +93,15 @@ class Placement(Protocol):
 
     def nodes(self, fleet: Fleet) -> list[NodeState]: ...
 
-    def cordon(self, name: str, fleet: Fleet, incident: str, reason: str) -> bool:
-        """Mark unschedulable (and taint) as runnerctl's; False when it already was. Idempotent."""
+    def cordon(self, name: str, fleet: Fleet, incident: str, reason: str, by: str | None = None) -> bool:
+        """Mark unschedulable (and taint) as runnerctl's, `by` whom; False when it already was. Idempotent."""
         ...
 
-    def uncordon(self, name: str, fleet: Fleet, *, probation_since_ms: int | None) -> None:
-        """Schedulable again; with `probation_since_ms` it stays runnerctl's until its probe ends."""
+    def uncordon(
+        self, name: str, fleet: Fleet, *, probation_since_ms: int | None, force: bool = False
+    ) -> None:
+        """Schedulable again; with `probation_since_ms` it stays runnerctl's until its probe ends. A node
+        runnerctl does not hold is left alone unless `force` (a person's explicit word)."""
         ...
 
     def release(self, name: str) -> None:
@@ -103,6 +109,10 @@ class Placement(Protocol):
         ...
 
     def runner_pods(self, name: str, fleet: Fleet) -> list[RunnerPod]: ...
+
+    def fleet_pods(self, fleet: Fleet) -> dict[str, list[RunnerPod]]:
+        """Every runner pod of the fleet by node name, in one list call (plus ARC's runners)."""
+        ...
 
     def remove(self, pod: RunnerPod) -> bool:
         """Delete an idle runner; False when it was gone already."""

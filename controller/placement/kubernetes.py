@@ -30,6 +30,7 @@ INCIDENT = "runnerctl.io/incident"
 REASON = "runnerctl.io/reason"
 CORDONED_AT = "runnerctl.io/cordoned-at-ms"
 PROBATION = "runnerctl.io/probation-since-ms"
+CORDONED_BY = "runnerctl.io/cordoned-by"
 TAINT_KEY = "runnerctl.io/sick"
 # A patch that carries metadata.resourceVersion is refused with 409 when the node changed since it was
 # read (the taints list is replaced whole); read again and retry, a bounded number of times.
@@ -84,16 +85,25 @@ class KubernetesPlacement:
         return [_state(node.to_dict()) for node in found]
 
     def runner_pods(self, name: str, fleet: Fleet) -> list[RunnerPod]:
+        return [pod for _node, pod in self._pods(fleet, name)]
+
+    def fleet_pods(self, fleet: Fleet) -> dict[str, list[RunnerPod]]:
+        found: dict[str, list[RunnerPod]] = {}
+        for node, pod in self._pods(fleet, None):
+            found.setdefault(node, []).append(pod)
+        return found
+
+    def _pods(self, fleet: Fleet, node: str | None) -> list[tuple[str, RunnerPod]]:
+        """(node, pod) for the fleet's runner pods, on one node or (None) on all of them."""
         selector = fleet.selector or SELECTORS[fleet.runner]
-        path = f"/api/v1/namespaces/{fleet.namespace}/pods?labelSelector={selector}&fieldSelector=spec.nodeName={name}"
+        fields: dict[str, Any] | None = {"spec.nodeName": node} if node else None
+        on_node = f"&fieldSelector=spec.nodeName={node}" if node else ""
+        path = f"/api/v1/namespaces/{fleet.namespace}/pods?labelSelector={selector}{on_node}"
         with self._call("GET", path, "runner pods"):
             pods = [
                 p.to_dict()
                 for p in self.client.list(
-                    Pod,
-                    namespace=fleet.namespace,
-                    labels=parse_selector(selector),
-                    fields={"spec.nodeName": name},
+                    Pod, namespace=fleet.namespace, labels=parse_selector(selector), fields=fields
                 )
             ]
         arc: dict[str, dict[str, Any]] = {}
@@ -106,11 +116,14 @@ class KubernetesPlacement:
                 for runner in self.client.list(EphemeralRunner, namespace=fleet.namespace):
                     found: dict[str, Any] = runner.to_dict()  # type: ignore[no-untyped-call]
                     arc[str(found["metadata"]["name"])] = found
-        return [classify(fleet.runner, pod, arc) for pod in pods]
+        return [
+            (str((pod.get("spec") or {}).get("nodeName") or ""), classify(fleet.runner, pod, arc))
+            for pod in pods
+        ]
 
     # -- writes ---------------------------------------------------------------------------------------
 
-    def cordon(self, name: str, fleet: Fleet, incident: str, reason: str) -> bool:
+    def cordon(self, name: str, fleet: Fleet, incident: str, reason: str, by: str | None = None) -> bool:
         def change(node: dict[str, Any]) -> dict[str, Any] | None:
             state = _state(node)
             if (
@@ -130,6 +143,7 @@ class KubernetesPlacement:
                         REASON: reason[:500],
                         CORDONED_AT: str(int(self.clock() * 1000)),
                         PROBATION: None,
+                        CORDONED_BY: by,
                     },
                 },
                 "spec": {"unschedulable": True},
@@ -144,16 +158,20 @@ class KubernetesPlacement:
             "cordon: spec.unschedulable=true" + (f", taint {TAINT_KEY}:NoSchedule" if fleet.taint else ""),
         )
 
-    def uncordon(self, name: str, fleet: Fleet, *, probation_since_ms: int | None) -> None:
+    def uncordon(
+        self, name: str, fleet: Fleet, *, probation_since_ms: int | None, force: bool = False
+    ) -> None:
         def change(node: dict[str, Any]) -> dict[str, Any] | None:
             state = _state(node)
-            if not state.ours:
+            if not state.ours and not (force and state.unschedulable):
                 return None  # not ours to lift
+            if not state.ours:  # a person's forced uncordon of someone else's cordon: only the cordon
+                return {"metadata": {}, "spec": {"unschedulable": None}}
             annotations: dict[str, Any] = {PROBATION: str(probation_since_ms) if probation_since_ms else None}
             labels: dict[str, Any] = {}
             if probation_since_ms is None:
                 labels[LABEL] = None
-                annotations |= {INCIDENT: None, REASON: None, CORDONED_AT: None}
+                annotations |= {INCIDENT: None, REASON: None, CORDONED_AT: None, CORDONED_BY: None}
             return {
                 "metadata": {"labels": labels, "annotations": annotations},
                 "spec": {"unschedulable": None, "taints": _taints(node, add=False)},
@@ -170,7 +188,7 @@ class KubernetesPlacement:
         def change(node: dict[str, Any]) -> dict[str, Any] | None:
             if not _state(node).ours:
                 return None
-            gone = dict.fromkeys((INCIDENT, REASON, CORDONED_AT, PROBATION))
+            gone = dict.fromkeys((INCIDENT, REASON, CORDONED_AT, PROBATION, CORDONED_BY))
             return {"metadata": {"labels": {LABEL: None}, "annotations": gone}}
 
         self._patch_node(name, change, "release: runnerctl's label and annotations removed")
@@ -285,4 +303,5 @@ def _state(node: dict[str, Any]) -> NodeState:
         incident=notes.get(INCIDENT),
         cordoned_at_ms=ms(CORDONED_AT),
         probation_since_ms=ms(PROBATION),
+        cordoned_by=notes.get(CORDONED_BY),
     )

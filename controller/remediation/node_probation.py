@@ -49,7 +49,9 @@ class NodeRecovery:
 
     def held(self, placement: Placement, fleet: Fleet) -> None:
         try:
-            ours = [n for n in placement.nodes(fleet) if n.ours]
+            # A node an operator cordoned through runnerctl is theirs, as a person's runner cordon is:
+            # the controller never lifts it (its probation and recovery are for its own cordons).
+            ours = [n for n in placement.nodes(fleet) if n.ours and n.cordoned_by in (None, CONTROLLER)]
         except ProviderError as error:
             log.warning("nodes of pool %s: %s", fleet.pool, error)
             return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -24,10 +25,28 @@ from controller.remediation import audit
 from controller.remediation.actions import CONTROLLER, Actions
 from controller.remediation.audit import now_ms
 from controller.remediation.node_probation import NodeRecovery, calls_text
-from controller.remediation.policy import Policy, budget, is_storm
+from controller.remediation.policy import Budget, Policy, budget, is_storm
 
 log = logging.getLogger(__name__)
 Target = tuple[dict[str, Any], Placement, Fleet, str]
+
+
+@dataclass(frozen=True)
+class Acting:
+    """Who acts on a node: the controller's loop (its audit entries fenced by its lease) or an operator
+    (node_operators.py), so both take the same steps and the audit log says whose they were."""
+
+    actor: str
+    actions: Actions
+    mode: str | None
+
+    def fields(self, incident_id: str | None, node: str) -> dict[str, Any]:
+        return {
+            "actor": self.actor,
+            "runner_id": f"node/{node}",
+            "incident_id": incident_id,
+            "mode": self.mode,
+        }
 
 
 class NodeDrains:
@@ -49,6 +68,7 @@ class NodeDrains:
         self.readings_healthy = readings_healthy
         self.storm = storm
         self.recovery = NodeRecovery(engine, actions, policy_of, readings_healthy)
+        self.loop = Acting(CONTROLLER, actions, "auto")
 
     # -- lookups --------------------------------------------------------------------------------------
 
@@ -70,8 +90,31 @@ class NodeDrains:
                 found.append((incident, *placed, placed[0].node_of(incident["entity"])))
         return found
 
-    def _fields(self, incident_id: str | None, node: str, mode: str | None) -> dict[str, Any]:
-        return {"actor": CONTROLLER, "runner_id": f"node/{node}", "incident_id": incident_id, "mode": mode}
+    def incident_of(self, placement: Placement, node: str) -> dict[str, Any] | None:
+        """The newest open (sick or suspect) machine incident on this node, if any."""
+        return next(
+            (
+                i
+                for i in reversed(self.incidents())
+                if i["state"] in ("sick", "suspect")
+                and i["kind"] == "machine"
+                and placement.node_of(i["entity"]) == node
+            ),
+            None,
+        )
+
+    def room(self, placement: Placement, fleet: Fleet) -> Budget:
+        """The pool's disruption budget counted in nodes: every node runnerctl holds takes a slot (an
+        operator's drain too: it is the approval of what the loop would do). Raises ProviderError."""
+        nodes = placement.nodes(fleet)
+        return budget(
+            fleet.pool,
+            len(nodes),
+            sum(1 for n in nodes if n.ours),
+            sum(1 for n in nodes if n.unschedulable),
+            self.policy_of(fleet.pool),
+            sum(1 for n in nodes if n.ours and n.probation_since_ms),
+        )
 
     # -- the pass -------------------------------------------------------------------------------------
 
@@ -134,15 +177,16 @@ class NodeDrains:
                 "skipped",
                 reason=what,
                 detail="cordoned by someone else (no runnerctl label): left as it is",
-                **self._fields(iid, node, "auto"),
+                **self.loop.fields(iid, node),
             )
             return
         if not (state.ours and state.unschedulable) and not self._cordon(
             incident, placement, fleet, node, policy, what
         ):
             return
-        if self._drain(iid, placement, fleet, node, what):
-            self._rerun(incident, policy)
+        complete, _notes = self.drain_pods(self.loop, iid, iid, placement, fleet, node, what)
+        if complete:
+            self.rerun(self.loop, incident, policy)
 
     def _observe(
         self, incident: dict[str, Any], placement: Placement, fleet: Fleet, node: str, mode: str, what: str
@@ -153,7 +197,7 @@ class NodeDrains:
         except ProviderError as error:
             planned = f"unknown: {error}"
         then = (
-            "an operator may drain it (set the pool's mode to auto)"
+            f"an operator may approve it: runnerctl drain node/{node} --rerun"
             if mode == "approve"
             else "acting on nothing"
         )
@@ -163,7 +207,7 @@ class NodeDrains:
             "skipped",
             reason=what,
             detail=f"mode {mode}: {then}; a drain would send: {planned}",
-            **self._fields(incident["id"], node, mode),
+            **(self.loop.fields(incident["id"], node) | {"mode": mode}),
         )
 
     def _cordon(
@@ -180,19 +224,11 @@ class NodeDrains:
         if self.actions.waiting(key):
             return False
         try:
-            nodes = placement.nodes(fleet)
+            room = self.room(placement, fleet)
         except ProviderError as error:
             self._failed(key, iid, node, what, error, placement)
             return False
-        room = budget(
-            fleet.pool,
-            len(nodes),
-            sum(1 for n in nodes if n.ours),
-            sum(1 for n in nodes if n.unschedulable),
-            policy,
-            sum(1 for n in nodes if n.ours and n.probation_since_ms),
-        )
-        fields = self._fields(iid, node, "auto")
+        fields = self.loop.fields(iid, node)
         if not room.allows:
             self.actions.note(
                 f"node-refused:{iid}:{node}",
@@ -217,35 +253,59 @@ class NodeDrains:
                 **fields,
             )
             return False
-        entry = self.actions.begin(key, "cordon", reason=what, detail=room.explain(), **fields)
+        reason = f"{iid}: sick ({incident['dimension']})"
+        return (
+            self.cordon_node(self.loop, key, iid, placement, fleet, node, what, reason, room.explain())
+            is None
+        )
+
+    def cordon_node(
+        self,
+        who: Acting,
+        key: str,
+        incident_id: str | None,
+        placement: Placement,
+        fleet: Fleet,
+        node: str,
+        what: str,
+        reason: str,
+        note: str,
+    ) -> ProviderError | None:
+        """The cordon itself, audited before the PATCH and finished with every call since the caller
+        cleared `placement.calls` (the reads that decided it too); the error when it failed (closed)."""
+        entry = who.actions.begin(key, "cordon", reason=what, detail=note, **who.fields(incident_id, node))
         try:
-            placement.cordon(node, fleet, iid, f"{iid}: sick ({incident['dimension']})")
+            placement.cordon(node, fleet, incident_id or "", reason, by=who.actor)
         except ProviderError as error:
             audit.finish(
                 self.engine,
                 entry.id,
                 "failed",
-                f"{self.actions.defer(key, error)}; calls: {calls_text(placement.calls)}",
+                f"{who.actions.defer(key, error)}; calls: {calls_text(placement.calls)}",
             )
-            return False
-        self.actions.succeeded(key)
-        audit.finish(self.engine, entry.id, "done", f"{room.explain()}; calls: {calls_text(placement.calls)}")
-        return True
+            return error
+        who.actions.succeeded(key)
+        audit.finish(self.engine, entry.id, "done", f"{note}; calls: {calls_text(placement.calls)}")
+        return None
 
-    def _drain(self, iid: str, placement: Placement, fleet: Fleet, node: str, what: str) -> bool:
-        """Delete the node's idle runners; True once none is left to take a rerun there."""
+    def drain_pods(
+        self, who: Acting, tag: str, iid: str | None, placement: Placement, fleet: Fleet, node: str, what: str
+    ) -> tuple[bool, list[str]]:
+        """Delete the node's idle runners, each audited before its DELETE under a key tagged `tag`; busy
+        ones are left to finish. (True once none idle is left to take a rerun there, what happened.)"""
         placement.calls.clear()
         try:
             pods = placement.runner_pods(node, fleet)
             state = placement.node(node)
         except ProviderError as error:
             log.warning("drain of %s: %s", node, error)
-            return False
-        fields = self._fields(iid, node, "auto")
+            return False, [f"the runner pods on it could not be read: {error}"]
+        fields = who.fields(iid, node)
         idle_left = False
+        notes: list[str] = []
         for pod in (p for p in pods if not p.busy):
-            key = f"node-evict:{iid}:{pod.namespace}/{pod.name}"
-            entry = self.actions.begin(
+            key = f"node-evict:{tag}:{pod.namespace}/{pod.name}"
+            entry = who.actions.begin(
                 key, "evict", reason=f"{what}: idle runner {pod.name} ({pod.why})", **fields
             )
             if not entry.new and entry.status == "done":
@@ -258,6 +318,7 @@ class NodeDrains:
                 gone = placement.remove(pod)
             except ProviderError as error:
                 idle_left = True
+                notes.append(f"idle runner {pod.namespace}/{pod.name} not deleted: {error}")
                 audit.finish(
                     self.engine,
                     entry.id,
@@ -266,14 +327,16 @@ class NodeDrains:
                 )
                 continue
             note = "deleted" if gone else "gone already"
+            notes.append(f"idle runner {pod.namespace}/{pod.name} {note} ({pod.why})")
             audit.finish(
                 self.engine, entry.id, "done", f"{note}; calls: {listed}; {calls_text(placement.calls)}"
             )
         busy = [p for p in pods if p.busy]
         if busy:
             names = ", ".join(f"{p.name} ({p.why})" for p in busy)
-            self.actions.note(
-                f"node-busy:{iid}:{node}",
+            notes.append(f"left to finish: {names}")
+            who.actions.note(
+                f"node-busy:{tag}:{node}",
                 "drain",
                 "done",
                 reason=what,
@@ -282,8 +345,8 @@ class NodeDrains:
             )
             started = state.cordoned_at_ms or now_ms()
             if now_ms() - started > fleet.drain_timeout_s * 1000:
-                self.actions.note(
-                    f"node-drain-timeout:{iid}:{node}",
+                who.actions.note(
+                    f"node-drain-timeout:{tag}:{node}",
                     "drain",
                     "failed",
                     reason=what,
@@ -291,14 +354,24 @@ class NodeDrains:
                     "killed by runnerctl), the node stays cordoned",
                     **fields,
                 )
-        return not idle_left
+        return not idle_left, notes
 
-    def _rerun(self, incident: dict[str, Any], policy: Policy) -> None:
+    def rerun(
+        self, who: Acting, incident: dict[str, Any], policy: Policy, dry_run: bool = False
+    ) -> list[str]:
+        """Rerun the incident's failed jobs (of its ephemeral runner pods) through the CI provider."""
         runners = sorted({j["runner_id"] for j in incident.get("affected_jobs", []) if j.get("runner_id")})
+        notes: list[str] = []
         for runner in runners:
-            self.actions.rerun_jobs(
-                incident, runner, actor=CONTROLLER, mode="auto", cap=policy.max_reruns_per_job
+            notes += who.actions.rerun_jobs(
+                incident,
+                runner,
+                actor=who.actor,
+                mode=who.mode,
+                cap=policy.max_reruns_per_job,
+                dry_run=dry_run,
             )
+        return notes
 
     def _failed(
         self, key: str, iid: str, node: str, what: str, error: ProviderError, placement: Placement
@@ -312,5 +385,5 @@ class NodeDrains:
             "failed",
             reason=what,
             detail=detail,
-            **self._fields(iid, node, "auto"),
+            **self.loop.fields(iid, node),
         )
