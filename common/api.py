@@ -100,3 +100,39 @@ class JobView(_Response):
 
 class JobList(_Response):
     items: list[JobView]
+
+
+class NodePod(_Response):
+    """A runner pod on a node: busy ones are left to finish by a drain, idle ones deleted."""
+
+    namespace: str
+    name: str
+    busy: bool
+    why: str
+
+
+class NodeView(_Response):
+    """A Kubernetes node of a configured fleet, as runnerctl sees it (`runnerctl get nodes`)."""
+
+    name: str
+    pool: str
+    runner: str = Field(description="the fleet's runner kind: arc, gitlab, buildkite")
+    status: str = Field(description="schedulable, cordoned, probation, or cordoned by someone else")
+    cordoned: bool = Field(description="spec.unschedulable")
+    runnerctl: bool = Field(description="held by runnerctl (its runnerctl.io/cordoned label)")
+    cordoned_by: str | None = Field(
+        default=None, description="runner-controller, an operator's token name, or `someone else`"
+    )
+    tainted: bool = Field(default=False, description="runnerctl's runnerctl.io/sick:NoSchedule taint")
+    incident: str | None = None
+    cordoned_at: str | None = None
+    probation_since: str | None = None
+    busy: int = 0
+    idle: int = 0
+    pods: list[NodePod] = Field(default_factory=list)
+    # Only for one node (GET /v1/nodes/{name}): its audit entries, newest first.
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class NodeList(_Response):
+    items: list[NodeView]

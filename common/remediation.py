@@ -47,3 +47,31 @@ class ActionAnswer(BaseModel):
     notes: list[str] = Field(default_factory=list)
     cordon: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
+
+
+class NodeCordonRequest(_Body):
+    reason: str = Field(default="", max_length=500, pattern=NO_NUL)
+    dry_run: bool = False
+
+
+class NodeUncordonRequest(_Body):
+    dry_run: bool = False
+    force: bool = Field(
+        default=False,
+        description="uncordon a node the controller still judges sick, or one someone else cordoned",
+    )
+
+
+class NodeActionAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    node: str
+    pool: str
+    status: str = Field(description="cordoned, already cordoned, uncordoned, already uncordoned")
+    dry_run: bool = False
+    detail: str = ""
+    calls: list[str] = Field(
+        default_factory=list, description="a dry run: each Kubernetes API write it would send (none sent)"
+    )
+    notes: list[str] = Field(default_factory=list, description="pods deleted or left to finish, reruns")
+    budget: dict[str, Any] | None = None

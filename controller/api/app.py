@@ -19,6 +19,7 @@ from controller.api import (
     errors,
     health,
     jobs,
+    nodes,
     remediation,
     reports,
     results,
@@ -133,7 +134,7 @@ def create_app(engine: Engine, settings: ControllerSettings) -> FastAPI:
         settings.max_in_flight_per_client, settings.client_rate_per_s, settings.client_burst
     )
     app.add_middleware(Gate, max_body_bytes=settings.max_body_bytes, limits=limits, metrics=metrics)
-    for module in (analysis, health, jobs, remediation, reports, results, runners, webhooks):
+    for module in (analysis, health, jobs, nodes, remediation, reports, results, runners, webhooks):
         app.include_router(module.router)
     pages.install(app)
 

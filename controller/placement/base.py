@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 RunnerKind = Literal["arc", "gitlab", "buildkite"]
+PlannedVerb = Literal["drain", "cordon", "uncordon"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class Placement(Protocol):
         """Delete an idle runner; False when it was gone already."""
         ...
 
-    def planned(self, name: str, fleet: Fleet) -> list[ApiCall]:
-        """The writes a drain of this node would make now, read from the cluster but not sent."""
+    def planned(self, name: str, fleet: Fleet, verb: PlannedVerb = "drain") -> list[ApiCall]:
+        """The writes a drain (or a bare cordon, an uncordon) of this node would make now, read from the
+        cluster but not sent."""
         ...

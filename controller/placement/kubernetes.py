@@ -21,7 +21,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import PatchType
 
 from controller.errors import ProviderRejected, ProviderUnavailable, RunnerNotFound
-from controller.placement.base import ApiCall, Fleet, NodeState, RunnerKind, RunnerPod
+from controller.placement.base import ApiCall, Fleet, NodeState, PlannedVerb, RunnerKind, RunnerPod
 from controller.placement.runners import ARC_GROUP, ARC_VERSION, SELECTORS, classify
 from controller.placement.selectors import parse_selector
 
@@ -205,14 +205,29 @@ class KubernetesPlacement:
             return False  # gone already: what a repeated delete after a crash finds
         return True
 
-    def planned(self, name: str, fleet: Fleet) -> list[ApiCall]:
+    def planned(self, name: str, fleet: Fleet, verb: PlannedVerb = "drain") -> list[ApiCall]:
         state = self.node(name)
+        path = f"/api/v1/nodes/{name}"
+        if verb == "uncordon":
+            if state.ours and not state.unschedulable:
+                return [
+                    ApiCall(
+                        "PATCH", path, note="merge patch: release: runnerctl's label and annotations removed"
+                    )
+                ]
+            if state.unschedulable:
+                return [
+                    ApiCall(
+                        "PATCH", path, note="merge patch: uncordon: spec.unschedulable removed, taint removed"
+                    )
+                ]
+            return []
         writes: list[ApiCall] = []
         if not state.unschedulable or (fleet.taint and not state.tainted and state.ours):
             taint = f", taint {TAINT_KEY}:NoSchedule" if fleet.taint else ""
-            writes.append(
-                ApiCall("PATCH", f"/api/v1/nodes/{name}", note=f"merge patch: spec.unschedulable=true{taint}")
-            )
+            writes.append(ApiCall("PATCH", path, note=f"merge patch: spec.unschedulable=true{taint}"))
+        if verb == "cordon":
+            return writes
         for pod in self.runner_pods(name, fleet):
             if not pod.busy:
                 writes.append(ApiCall("DELETE", pod.delete_path, note=f"idle: {pod.why}"))

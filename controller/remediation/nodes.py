@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from controller.errors import ProviderError
-from controller.placement.base import Fleet, Placement
+from controller.placement.base import Fleet, NodeState, Placement
 from controller.remediation import audit
 from controller.remediation.actions import CONTROLLER, Actions
 from controller.remediation.audit import now_ms
@@ -103,10 +103,10 @@ class NodeDrains:
             None,
         )
 
-    def room(self, placement: Placement, fleet: Fleet) -> Budget:
+    def room(self, placement: Placement, fleet: Fleet, nodes: list[NodeState] | None = None) -> Budget:
         """The pool's disruption budget counted in nodes: every node runnerctl holds takes a slot (an
         operator's drain too: it is the approval of what the loop would do). Raises ProviderError."""
-        nodes = placement.nodes(fleet)
+        nodes = placement.nodes(fleet) if nodes is None else nodes
         return budget(
             fleet.pool,
             len(nodes),
