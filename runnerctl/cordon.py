@@ -1,4 +1,5 @@
-"""`runnerctl cordon RUNNER | -l SELECTOR`: take runners out of rotation; their current job finishes."""
+"""`runnerctl cordon RUNNER | node/NAME | -l SELECTOR`: take runners (or a Kubernetes node) out of
+rotation; their current job finishes."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from runnerctl import completion, rotation
+from runnerctl import completion, nodes, rotation
 from runnerctl.client import ApiError
 from runnerctl.context import client_of
 from runnerctl.examples import examples
 from runnerctl.output import clean, stderr
 
 RunnerArg = Annotated[
-    str | None, typer.Argument(help="runner id (or use -l)", autocompletion=completion.runner_ids)
+    str | None,
+    typer.Argument(
+        help="runner id, node/NAME or `node NAME` (or use -l)", autocompletion=completion.runner_ids
+    ),
 ]
 SelectorOption = Annotated[
     str | None, typer.Option("-l", "--selector", help="label selector, e.g. pool=linux")
@@ -40,12 +44,14 @@ def report_error(runner: str, error: ApiError) -> None:
 EPILOG = examples(
     'runnerctl cordon linux-03 --reason "disk replaced tomorrow"',
     "runnerctl cordon -l pool=linux,health=sick --dry-run",
+    "runnerctl cordon node/n3 --dry-run",
 )
 
 
 def cordon(
     ctx: typer.Context,
     runner: RunnerArg = None,
+    name: nodes.NameArg = None,
     selector: SelectorOption = None,
     reason: ReasonOption = "",
     expires_in: Annotated[
@@ -53,7 +59,14 @@ def cordon(
     ] = None,
     dry_run: DryRunOption = False,
 ) -> None:
-    """Mark runners unschedulable: the CI provider pauses them and sends no new jobs."""
+    """Mark runners unschedulable: the CI provider pauses them and sends no new jobs. A Kubernetes node
+    (node/NAME) is cordoned and tainted through the cluster's API; its runner pods are left alone."""
+    kind, runner = nodes.target(runner, name)
+    if kind == "node" and runner:
+        nodes.refuse_runner_options(**{"-l": selector, "--expires-in": expires_in})
+        if not nodes.act(client_of(ctx), "cordon", runner, {"reason": reason, "dry_run": dry_run}):
+            raise typer.Exit(1)
+        return
     runners = targets(ctx, runner, selector)
     body: dict[str, Any] = {"reason": reason, "dry_run": dry_run, "expires_in_s": expires_in}
 
