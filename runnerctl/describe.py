@@ -1,4 +1,4 @@
-"""`runnerctl describe runner ID`: everything the controller knows about one resource."""
+"""`runnerctl describe runner ID | node NAME`: everything the controller knows about one resource."""
 
 from __future__ import annotations
 
@@ -78,6 +78,43 @@ def _jobs(data: dict[str, Any]) -> str:
         f"{jobs} ({data.get('job_failures', 0)} failed, {data['job_failure_rate']:.0%}); "
         f"median {median if median is not None else '<unknown>'}"
     )
+
+
+@app.command(
+    "node",
+    epilog=examples(
+        "runnerctl describe node n3",
+    ),
+)
+def node(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Kubernetes node name")]) -> None:
+    """A fleet's node: who cordoned it, runnerctl's taint, incident, probation, its runner pods (busy
+    ones are left to finish by a drain) and its audit entries."""
+    data = client_of(ctx).get(f"/v1/nodes/{name}")
+    lines = [
+        ("Name", data["name"]),
+        ("Pool", f"{data['pool']} ({data['runner']} runners)"),
+        ("Status", data["status"]),
+        ("Cordoned by", data.get("cordoned_by")),
+        ("Taint", "runnerctl.io/sick=true:NoSchedule" if data.get("tainted") else None),
+        ("Incident", data.get("incident")),
+        ("Cordoned at", shown_time(data.get("cordoned_at"))),
+        ("Probation", shown_time(data.get("probation_since"))),
+    ]
+    for label, value in lines:
+        shown = clean(str(value)) if value not in (None, "") else "<none>"
+        stdout.print(f"{label + ':':<13} {shown}", markup=False)
+    stdout.print(f"Runner pods:  {data['busy']} busy, {data['idle']} idle", markup=False)
+    for pod in data.get("pods") or []:
+        state = "busy" if pod["busy"] else "idle"
+        stdout.print(clean(f"  {pod['namespace']}/{pod['name']}  {state}  {pod['why']}"), markup=False)
+    stdout.print("Actions:", markup=False)
+    if not data.get("actions"):
+        stdout.print("  <none>", markup=False)
+    for entry in data.get("actions") or []:
+        line = f"  {shown_time(entry['at'])}  {entry['action']} {entry['status']} by {entry['actor']}"
+        line += f" ({entry['reason']})" if entry.get("reason") else ""
+        line += f": {entry['detail']}" if entry.get("detail") else ""
+        stdout.print(clean(line), markup=False)
 
 
 def _cordon(cordon: dict[str, Any] | None, probation: dict[str, Any] | None) -> str:

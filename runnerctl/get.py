@@ -1,4 +1,4 @@
-"""`runnerctl get runners|jobs|incidents|tests|actions`: list resources, once or (--watch) as they change."""
+"""`runnerctl get runners|nodes|jobs|incidents|tests|actions`: list resources, once or (--watch) as they change."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from runnerctl.output import Column, check_format, emit
 from runnerctl.times import shown_duration, shown_time
 from runnerctl.watch import Fetch, watch
 
-app = typer.Typer(no_args_is_help=True, help="List resources: runners, jobs, incidents, tests, actions.")
+app = typer.Typer(
+    no_args_is_help=True, help="List resources: runners, nodes, jobs, incidents, tests, actions."
+)
 
 OutputOption = Annotated[
     str, typer.Option("-o", "--output", callback=check_format, help="table|wide|json|yaml|name")
@@ -169,6 +171,42 @@ def jobs(
     }
     fetch = listing(ctx, "/v1/jobs", params)
     show(fetch, output, JOB_COLUMNS, "job", lambda j: j["job_id"], watching, interval, polls)
+
+
+NODE_COLUMNS = (
+    Column("name", lambda n: n["name"]),
+    Column("pool", lambda n: n["pool"]),
+    Column("status", lambda n: n["status"]),
+    Column("cordoned-by", lambda n: n.get("cordoned_by")),
+    Column("taint", lambda n: "runnerctl.io/sick" if n.get("tainted") else None),
+    Column("incident", lambda n: n.get("incident")),
+    Column("busy", lambda n: n["busy"]),
+    Column("idle", lambda n: n["idle"]),
+    Column("runner", lambda n: n["runner"], wide_only=True),
+    Column("cordoned-at", lambda n: shown_time(n.get("cordoned_at")), wide_only=True),
+    Column("probation-since", lambda n: shown_time(n.get("probation_since")), wide_only=True),
+)
+
+
+@app.command(
+    "nodes",
+    epilog=examples(
+        "runnerctl get nodes",
+        "runnerctl get nodes -o wide",
+        "runnerctl get nodes --watch",
+    ),
+)
+def nodes(
+    ctx: typer.Context,
+    output: OutputOption = "table",
+    watching: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    polls: PollsOption = None,
+) -> None:
+    """List the Kubernetes nodes of the configured fleets: who cordoned them (runnerctl, an operator or
+    someone else), runnerctl's taint, the incident, probation, and their busy and idle runner pods."""
+    fetch = listing(ctx, "/v1/nodes", {})
+    show(fetch, output, NODE_COLUMNS, "node", lambda n: n["name"], watching, interval, polls)
 
 
 INCIDENT_COLUMNS = (

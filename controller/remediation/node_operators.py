@@ -55,7 +55,8 @@ def locate(placements: dict[str, Placement], name: str) -> Located:
     """The fleet that holds the node. Raises NodeNotPlaced, or ProviderError when the cluster cannot say."""
     if not placements:
         raise NodeNotPlaced(
-            404, "no Kubernetes placement is configured (RUNNER_CONTROLLER_PLACEMENTS): no nodes to act on"
+            404,
+            "no Kubernetes placement is configured (RUNNER_CONTROLLER_PLACEMENTS): the controller manages no nodes",
         )
     for placement in placements.values():
         for pool in sorted(placement.fleets):

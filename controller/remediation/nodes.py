@@ -285,7 +285,8 @@ class NodeDrains:
             )
             return error
         who.actions.succeeded(key)
-        audit.finish(self.engine, entry.id, "done", f"{note}; calls: {calls_text(placement.calls)}")
+        done = f"calls: {calls_text(placement.calls)}"
+        audit.finish(self.engine, entry.id, "done", f"{note}; {done}" if note else done)
         return None
 
     def drain_pods(
