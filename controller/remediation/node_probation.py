@@ -77,8 +77,8 @@ class NodeRecovery:
                 f"node-recoverable:{node.incident}:{node.name}",
                 "uncordon",
                 "skipped",
-                detail=f"readings healthy for {policy.recovery_dwell_s:.0f} s: `kubectl uncordon {node.name}` "
-                "and remove the runnerctl.io/sick taint, or enable auto_uncordon",
+                detail=f"readings healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl "
+                f"uncordon node/{node.name}` (with --force while its incident is open), or enable auto_uncordon",
                 **fields,
             )
             return

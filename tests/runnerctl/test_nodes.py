@@ -116,6 +116,12 @@ def test_drain_deletes_idle_runners_leaves_busy_ones_and_uncordon_undoes_it(
 
     again = run(controller, "cordon", "node/n2")
     assert (again.returncode, again.stdout) == (0, "node/n2 already cordoned\n")
+    dry = run(controller, "uncordon", "node/n2", "--dry-run")
+    assert dry.stdout.splitlines() == [
+        "node/n2 uncordoned (dry run)",
+        "  PATCH /api/v1/nodes/n2 (not sent) (merge patch: uncordon: spec.unschedulable removed, taint removed)",
+    ]
+    assert kube.calls() == ["PATCH /api/v1/nodes/n2", f"DELETE {ER}/idle-2"]
     undone = run(controller, "uncordon", "node/n2")
     assert (undone.returncode, undone.stdout) == (0, "node/n2 uncordoned\n"), undone.stderr
     node = kube.node("n2")

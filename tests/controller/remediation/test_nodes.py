@@ -171,3 +171,22 @@ def test_observe_mode_says_what_a_drain_would_send(world: World, kube: FakeKubeA
     assert (
         entry.status == "skipped" and "a drain would send: PATCH /api/v1/nodes/n3 (not sent)" in entry.detail
     )
+
+
+def test_recovery_lifts_its_own_cordons_only_never_an_operators(
+    engine: Engine, kube: FakeKubeApiserver, tmp_path: Path
+) -> None:
+    world = World(engine, kube, tmp_path)
+    world.policy = Policy(mode="auto", auto_uncordon=True, recovery_dwell_s=0)
+    world.drains.readings_healthy = world.drains.recovery.readings_healthy = lambda _runner, _now: True
+    with engine.begin() as conn:  # each node's agent reports: its readings are what recovery waits for
+        for node in ("n2", "n3"):
+            conn.execute(tables.runners.insert().values(id=f"agent-{node}", machine=node, last_report_ms=1))
+    fleet = world.placement.fleets["linux"]
+    world.placement.cordon("n2", fleet, "machine:n2", "sick (disk)", by="runner-controller")
+    world.placement.cordon("n3", fleet, "", "fan noise", by="alice")
+    world.drains.tick()
+    assert kube.node("n2")["metadata"]["annotations"]["runnerctl.io/probation-since-ms"]  # on probation
+    assert kube.node("n3")["spec"]["unschedulable"] is True  # alice's: left as it is
+    assert [r.runner_id for r in world.audit("uncordon")] == ["node/n2"]
+    world.placement.close()
