@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from common.plural import counted
+from common.plural import counted, noun
 from common.timeutil import iso
 from controller.analysis.baseline import grouped, unique_pairs
 from controller.analysis.cofailing import CoFailingGroups
@@ -288,8 +288,8 @@ def _flaky_beyond_the_noise(
             continue
         result["verdict"] = "flaky"
         result["reason"] = (
-            f"{failures} failures outside incidents in {executions} runs on {result['failing_runners']} "
-            f"runners, {chance}: {result['score']:.1%} where the tests called healthy "
+            f"{failures} failures outside incidents in {executions} runs on "
+            f"{result['failing_runners']} {noun(result['failing_runners'], 'runner')}, {chance}: {result['score']:.1%} where the tests called healthy "
             f"fail {noise:.2%} (binomial p = {p:.1g})"
         )
 
@@ -396,7 +396,7 @@ def _flaky_in_one_pool(
         ):
             return (
                 f"flaky on pool {frame.name('pool', int(pool))}: {failures} failures outside incidents "
-                f"in {sub.size} runs on {runners} runners, {chance}; steady elsewhere"
+                f"in {sub.size} runs on {counted(runners, 'runner')}, {chance}; steady elsewhere"
             )
     return None
 
