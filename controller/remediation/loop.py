@@ -4,7 +4,7 @@ Each pass reads the latest analysis, and for every *sick* runner (or a sick mach
 runners), per its pool's policy: observe (say what it would do), approve (list it as a candidate for
 `runnerctl drain`) or auto (cordon within the budget, then rerun its failed jobs elsewhere). It watches
 the reruns, records a flake clearance when they all pass, and undoes only its own cordons: once the
-runner's readings have been healthy for the dwell, on probation (probation.py) until its next jobs pass.
+runner's readings have been healthy for the dwell (recovery.py).
 
 With several replicas only the leader runs passes (controller/leadership.py), and every audit entry it
 writes is fenced by its lease. A replica that becomes leader first settles what the last one left in
@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from controller.analysis.config import AnalysisConfig
 from controller.errors import ProviderError
 from controller.leadership import Leadership, LeaseLost
 from controller.metrics import Metrics
@@ -35,13 +34,11 @@ from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
 from controller.remediation.probation import Probations
 from controller.remediation.probe import Probes
+from controller.remediation.recovery import Recovery
 from controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
 ACTING_KINDS = ("runner", "machine")
-# A held runner's readings count as healthy only while its agent reports: silence is not health. The
-# analysis lets a reading speak for this long too.
-READINGS_FRESH_MS = AnalysisConfig().reading_stale_s * 1000
 
 
 class Remediator(OperatorEntryPoints):
@@ -77,6 +74,15 @@ class Remediator(OperatorEntryPoints):
             policy_of=lambda runner: self.policy(self.pool_of(runner)),
             budget_of=lambda runner: self.budget(self.pool_of(runner)),
         )
+        self.probes = Probes(engine, self.actions, lambda runner: self.policy(self.pool_of(runner)))
+        self.recovery = Recovery(
+            engine,
+            self.actions,
+            self.probations,
+            self.probes,
+            lambda runner: self.policy(self.pool_of(runner)),
+            self.health,
+        )
         # Sick machines that are Kubernetes nodes: the cluster drains them (nodes.py).
         self.nodes = NodeDrains(
             engine,
@@ -84,13 +90,11 @@ class Remediator(OperatorEntryPoints):
             placements or {},
             incidents,
             self.policy,
-            self.readings_healthy,
+            self.recovery.readings_healthy,
             (settings.storm_ratio, settings.storm_min_runners),
         )
-        self.probes = Probes(engine, self.actions, lambda runner: self.policy(self.pool_of(runner)))
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
-        self.healthy_since: dict[str, int] = {}
         self._periodic = Periodic("remediation", self.tick, expected=(LeaseLost,))
 
     # -- lookups --------------------------------------------------------------------------------------
@@ -159,7 +163,7 @@ class Remediator(OperatorEntryPoints):
             self.actions.recover_interrupted()
             self.probations.recover_interrupted()
             self.probes.recover_interrupted()
-            self.healthy_since.clear()  # kept in memory: the dwell restarts with the new leader
+            self.recovery.forget()  # the dwell is kept in memory: it restarts with the new leader
             self.led_term = term
         return True
 
@@ -185,7 +189,7 @@ class Remediator(OperatorEntryPoints):
                 if runner not in on_probation:
                     self._consider(incident, runner)
             self._candidates_for_approval()
-            self._recover()
+            self.recovery.tick()
 
     def _storm(self, targets: list[tuple[dict[str, Any], str]]) -> bool:
         with self.engine.connect() as conn:
@@ -369,58 +373,3 @@ class Remediator(OperatorEntryPoints):
                 provider.renew_cordon(runner, f"{MARK} {row.reason}")
             except ProviderError as error:
                 log.warning("could not renew the cordon of %s: %s", runner, error)
-
-    def readings_healthy(self, runner: str, now: int) -> bool:
-        """Its latest readings show no pressure and its agent still reports. Not the verdict: a held runner
-        runs no jobs, so its incident cannot resolve until it is back in rotation (the probation)."""
-        if self.health(runner).get("warnings"):
-            return False
-        with self.engine.connect() as conn:
-            reported = store.last_report_ms(conn, runner)
-        return reported is not None and now - reported <= READINGS_FRESH_MS
-
-    def _recover(self) -> None:
-        """Own cordons of runners healthy again: after the dwell, uncordon on probation (auto_uncordon)
-        or say an operator may."""
-        now = now_ms()
-        with self.engine.connect() as conn:
-            mine = {
-                rid: row for rid, row in store.out_of_rotation(conn).items() if row.source == "controller"
-            }
-        for runner in set(self.healthy_since) - set(mine):
-            del self.healthy_since[runner]  # back in rotation: a later cordon's dwell starts afresh
-        on_trial = self.probations.runners()
-        for runner, row in mine.items():
-            if runner in on_trial:
-                continue  # its probe decides now
-            if not self.readings_healthy(runner, now):
-                self.healthy_since.pop(runner, None)
-                continue
-            since = self.healthy_since.setdefault(runner, now)
-            policy = self.policy(self.pool_of(runner))
-            if now - since < policy.recovery_dwell_s * 1000:
-                continue
-            if policy.mode == "auto" and policy.auto_uncordon:
-                # Probe before return where the provider can pin a probe, else the half-open probation.
-                # A probe tried, even one the provider refused, starts the dwell over; an uncordon that
-                # failed is retried next pass.
-                probe = self.probes.start(runner, row.incident_id, policy.recovery_dwell_s)
-                if (
-                    probe.status != "no probe"
-                    or self.probations.start(runner, row.incident_id, policy, policy.recovery_dwell_s).ok
-                ):
-                    del self.healthy_since[runner]
-            else:
-                self.actions.note(
-                    f"recoverable:{row.incident_id}:{runner}",
-                    "uncordon",
-                    "skipped",
-                    actor=CONTROLLER,
-                    runner_id=runner,
-                    incident_id=row.incident_id,
-                    mode=policy.mode,
-                    detail=(
-                        f"readings healthy for {policy.recovery_dwell_s:.0f} s: an operator may `runnerctl "
-                        f"uncordon {runner}` (with --force while the incident it was cordoned for is open)"
-                    ),
-                )
