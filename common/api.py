@@ -62,6 +62,8 @@ class RunnerView(_Response):
     probation: dict[str, Any] | None = None
     # The newest probe before return (a pinned rerun while it stays cordoned), open or ended.
     probe: dict[str, Any] | None = None
+    # Sick, and the controller would cordon it, but the pool's disruption budget holds it back for now.
+    held: dict[str, Any] | None = None
     last_readings: list[dict[str, Any]] = Field(default_factory=list)
     # Its CI jobs over the analysis window (common/jobs.py): what shows a runner whose jobs die before
     # any test. Cancelled jobs say nothing about the runner and are not counted.

@@ -17,6 +17,7 @@ from controller.api.auth import READ_ROLES, require
 from controller.api.errors import ApiError
 from controller.api.job_stats import JobStats, job_stats, window_start_ms
 from controller.db import tables
+from controller.remediation.holds import Hold
 from controller.selectors import SELECTOR_PATTERN, Selector, parse_selector
 from controller.tokens import Principal
 
@@ -76,9 +77,11 @@ def view(
     counts: tuple[int, int],
     with_readings: bool,
     jobs: JobStats | None = None,
+    holds: dict[str, Hold] | None = None,
 ) -> RunnerView:
     health: Health = request.app.state.health_of(row.id)
     jobs = jobs or JobStats()
+    hold = (holds or {}).get(row.id)
     return RunnerView(
         identity=identity_of(row),
         first_seen=iso(row.first_seen_ms),
@@ -90,6 +93,7 @@ def view(
         cordon=request.app.state.cordon_of(row.id),
         probation=request.app.state.remediator.probations.view(row.id),
         probe=request.app.state.remediator.probes.view(row.id),
+        held=None if hold is None else hold.as_dict(),
         last_readings=last_readings(conn, row.id) if with_readings else [],
         jobs=jobs.jobs,
         job_failures=jobs.failures,
@@ -125,8 +129,10 @@ def list_runners(
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = execution_counts(conn)
         stats = job_stats(conn, jobs_since_ms(request, conn, as_of_ms))
+        holds = request.app.state.remediator.holds()
         items = [
-            view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id)) for row in rows
+            view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id), holds)
+            for row in rows
         ]
     return RunnerList(items=[item for item in items if wanted.matches(item)])
 
@@ -142,7 +148,7 @@ def get_runner(
             raise ApiError(404, f"runner '{runner_id}' not found")
         counts = execution_counts(conn, runner_id).get(runner_id, (0, 0))
         stats = job_stats(conn, jobs_since_ms(request, conn, as_of_ms), runner_id).get(runner_id)
-        return view(request, conn, row, counts, True, stats)
+        return view(request, conn, row, counts, True, stats, request.app.state.remediator.holds())
 
 
 def _analysed(request: Request) -> Analysis:

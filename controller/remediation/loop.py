@@ -29,6 +29,7 @@ from controller.providers.base import Provider, RenewsCordon
 from controller.remediation import audit, store
 from controller.remediation.actions import CONTROLLER, MARK, Actions
 from controller.remediation.audit import now_ms
+from controller.remediation.holds import Hold, Lookups, holds
 from controller.remediation.nodes import NodeDrains
 from controller.remediation.operators import OperatorEntryPoints
 from controller.remediation.policy import Budget, Policy, budget, is_storm, policy_for
@@ -93,6 +94,9 @@ class Remediator(OperatorEntryPoints):
             self.recovery.readings_healthy,
             (settings.storm_ratio, settings.storm_min_runners),
         )
+        self.lookups = Lookups(
+            self.pool_of, self.policy, self.budget, self.provider_for, self.probations.runners
+        )
         self.led_term: int | None = None  # the term whose in-flight work this replica has settled
         self.lock = threading.Lock()  # one actor at a time: the loop or an operator's request
         self._periodic = Periodic("remediation", self.tick, expected=(LeaseLost,))
@@ -125,6 +129,13 @@ class Remediator(OperatorEntryPoints):
         mine = sum(1 for rid in members if rid in held and held[rid].source == "controller") + trying
         out = sum(1 for rid in members if rid in held)
         return budget(pool or "<none>", len(members), mine, out, self.policy(pool), trying)
+
+    def holds(self) -> dict[str, Hold]:
+        """Sick runners of `auto` pools the disruption budget keeps in rotation for now (holds.py)."""
+        targets = self.targets()
+        if targets and self._storm_fleet(targets):
+            return {}
+        return holds(self.engine, targets, self.lookups)
 
     def targets(self) -> list[tuple[dict[str, Any], str]]:
         """(incident, runner) for every runner a sick runner/machine incident points at, oldest first."""
@@ -191,12 +202,20 @@ class Remediator(OperatorEntryPoints):
             self._candidates_for_approval()
             self.recovery.tick()
 
-    def _storm(self, targets: list[tuple[dict[str, Any], str]]) -> bool:
+    def _storm_fleet(self, targets: list[tuple[dict[str, Any], str]]) -> int:
+        """The fleet's size when this many sick runners are a storm (an outage), else 0."""
         with self.engine.connect() as conn:
             fleet = sum(1 for row in store.runners(conn).values() if not row.ephemeral)
-        sick = sorted({runner for _incident, runner in targets})
-        if not is_storm(fleet, len(sick), self.settings.storm_ratio, self.settings.storm_min_runners):
+        sick = len({runner for _incident, runner in targets})
+        return (
+            fleet if is_storm(fleet, sick, self.settings.storm_ratio, self.settings.storm_min_runners) else 0
+        )
+
+    def _storm(self, targets: list[tuple[dict[str, Any], str]]) -> bool:
+        fleet = self._storm_fleet(targets)
+        if not fleet:
             return False
+        sick = sorted({runner for _incident, runner in targets})
         self.metrics.remediation_blocked.labels("storm").inc()
         self.actions.note(
             "storm:" + ",".join(sorted({i["id"] for i, _r in targets})),
@@ -268,8 +287,11 @@ class Remediator(OperatorEntryPoints):
         room = self.budget(pool)
         if not room.allows:
             self.metrics.remediation_blocked.labels("budget").inc()
+            # One entry per state of the budget, not per pass: the log shows each time the numbers that
+            # hold it back change (a slot taken, the policy changed), and that it waits in the queue.
+            numbers = f"{room.by_controller}/{room.limit}:{room.out_of_rotation}/{room.size}"
             self.actions.note(
-                f"refused:{incident['id']}:{runner}",
+                f"refused:{incident['id']}:{runner}:{numbers}",
                 "cordon",
                 "refused",
                 actor=CONTROLLER,
@@ -277,7 +299,7 @@ class Remediator(OperatorEntryPoints):
                 incident_id=incident["id"],
                 mode="auto",
                 reason=what,
-                detail=room.explain(),
+                detail=f"{room.explain()}; held: queued until the budget has room, oldest incident first",
             )
             return False
         result = self.actions.cordon(

@@ -77,6 +77,12 @@ class Budget:
             return f"{head}; cordoning one more would leave fewer than {self.min_active} in rotation"
         return f"{head}; one more allowed"
 
+    def hold(self) -> str:
+        """Why one more runner waits, in a few words: `held: <this>` in status and describe."""
+        if self.by_controller >= self.limit:
+            return f"budget {self.by_controller} of {self.limit} in use"
+        return f"min_active {self.min_active}: {self.out_of_rotation} of {self.size} out of rotation"
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "pool": self.pool,

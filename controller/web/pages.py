@@ -107,8 +107,9 @@ def gather(request: Request) -> FleetPage:
         rows = conn.execute(select(tables.runners).order_by(tables.runners.c.id)).all()
         counts = runners_api.execution_counts(conn)
         stats = job_stats(conn, since_ms)
+        holds = state.remediator.holds()
         views = [
-            runners_api.view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id))
+            runners_api.view(request, conn, row, counts.get(row.id, (0, 0)), False, stats.get(row.id), holds)
             for row in rows
         ]
         actions = audit.listing(conn, limit=ACTIONS_SHOWN)
