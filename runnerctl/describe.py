@@ -10,6 +10,7 @@ from common.plural import noun
 from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
+from runnerctl.holds import held_line
 from runnerctl.output import clean, stdout
 from runnerctl.probes import probe_line
 from runnerctl.times import shown_duration, shown_time
@@ -46,7 +47,7 @@ def runner(ctx: typer.Context, runner_id: RunnerId) -> None:
             data["health"]["health"]
             + (f" ({data['health']['dimension']})" if data["health"].get("dimension") else ""),
         ),
-        ("Cordoned", _cordon(data.get("cordon"), data.get("probation"))),
+        ("Cordoned", _cordon(data.get("cordon"), data.get("probation"), data.get("held"))),
         *probe,
         ("Executions", f"{data['executions']} ({data['failures']} failed)"),
         ("Jobs", _jobs(data)),
@@ -117,7 +118,11 @@ def node(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Kubernete
         stdout.print(clean(line), markup=False)
 
 
-def _cordon(cordon: dict[str, Any] | None, probation: dict[str, Any] | None) -> str:
+def _cordon(
+    cordon: dict[str, Any] | None, probation: dict[str, Any] | None, held: dict[str, Any] | None
+) -> str:
+    if held:
+        return f"no, {held_line(held)}"
     if probation:
         return (
             f"no, on probation since {shown_time(probation['since'])}: "

@@ -10,6 +10,7 @@ import typer
 from runnerctl import completion
 from runnerctl.context import client_of
 from runnerctl.examples import examples
+from runnerctl.holds import cordoned
 from runnerctl.output import Column, check_format, emit
 from runnerctl.times import shown_duration, shown_time
 from runnerctl.watch import Fetch, watch
@@ -60,7 +61,7 @@ RUNNER_COLUMNS = (
     Column("pool", lambda r: r["identity"].get("pool")),
     Column("health", lambda r: r["health"]["health"]),
     Column("dimension", lambda r: r["health"].get("dimension")),
-    Column("cordoned", lambda r: "yes" if r.get("cordon") else "probation" if r.get("probation") else "no"),
+    Column("cordoned", cordoned),
     Column("failures", lambda r: f"{r['failures']}/{r['executions']}"),
     Column("last-seen", lambda r: shown_time(r.get("last_seen"))),
     Column("machine", lambda r: r["identity"].get("machine"), wide_only=True),
