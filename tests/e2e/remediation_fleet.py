@@ -13,14 +13,17 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import requests
+
 from tests.agent import agent_process
-from tests.e2e.buildbot import BuildbotFleet, start_fleet
+from tests.e2e.buildbot import BuildbotError, BuildbotFleet, start_fleet
 from tests.servers import Controller, running_controller
 
 TMPFS_BYTES = 512 * 1024
@@ -145,6 +148,48 @@ class Loop:
             for worker in self.fleet.workers:
                 self.fleet.force_build(worker=worker)
         self.fleet.wait_builds(before + per_worker * len(self.fleet.workers), timeout=120)
+
+
+@dataclass
+class PauseSamples:
+    """The workers the controller had paused (its `runnerctl:` mark), read from Buildbot itself while a
+    test runs, each sample beside the budget in force when it was taken."""
+
+    bound: int
+    seen: list[tuple[int, frozenset[str]]] = field(default_factory=list)
+
+    def over(self) -> list[tuple[int, frozenset[str]]]:
+        return [(bound, paused) for bound, paused in self.seen if len(paused) > bound]
+
+    def most(self, bound: int) -> int:
+        return max((len(paused) for b, paused in self.seen if b == bound), default=0)
+
+
+@contextlib.contextmanager
+def sampling_pauses(fleet: BuildbotFleet, bound: int, interval_s: float = 0.25) -> Iterator[PauseSamples]:
+    """Sample Buildbot's worker states in a thread until the block ends; raise `bound` as the test
+    loosens the budget (before the controller that may use it starts)."""
+    samples = PauseSamples(bound)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            bound = samples.bound
+            with contextlib.suppress(requests.RequestException, BuildbotError):
+                states = fleet.worker_states().items()
+                ours = [
+                    n for n, w in states if w["paused"] and (w["pause_reason"] or "").startswith("runnerctl:")
+                ]
+                samples.seen.append((bound, frozenset(ours)))
+            stop.wait(interval_s)
+
+    thread = threading.Thread(target=sample, name="pause-sampler", daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 @contextlib.contextmanager
