@@ -55,8 +55,8 @@ def holds(engine: Engine, targets: Iterable[tuple[dict[str, Any], str]], look: L
     """runner -> its hold, for every sick runner in an `auto` pool the budget keeps in rotation.
 
     The loop walks its targets in this order and cordons while the budget allows, so a runner counts as
-    held only once the runners ahead of it would have used up the room; a storm is not a hold (the
-    loop acts on nothing then, and its `fleet-incident` says why)."""
+    held only once the runners ahead of it would have used up the room. The caller leaves storms out:
+    the loop acts on nothing then, and its `fleet-incident` says why, not the budget."""
     with engine.connect() as conn:
         out = store.out_of_rotation(conn)
         candidates = [
