@@ -145,12 +145,14 @@ def require_postgres() -> None:
 
 
 @contextmanager
-def running_postgres(data_dir: Path | None = None) -> Iterator[PostgresServer]:
+def running_postgres(data_dir: Path | None = None, wal_dir: Path | None = None) -> Iterator[PostgresServer]:
     """Start a throwaway server on loopback (fsync off: the data dies with the test run).
 
     `data_dir`: an empty directory for the cluster's data (a small filesystem, say) instead of one beside
     the log; the WAL (`initdb --waldir`) then stays in the server's own temporary directory, as on a
-    server whose pg_wal has its own volume. It must be writable by the user the server runs as."""
+    server whose pg_wal has its own volume. It must be writable by the user the server runs as.
+    `wal_dir`: the WAL's own directory instead (a small filesystem: pg_wal's own volume), in 1 MiB
+    segments so that a few MiB of writes need new ones."""
     bin_dir = postgres_bin()
     if bin_dir is None:
         raise RuntimeError(missing_reason() or "PostgreSQL not found")
@@ -171,7 +173,8 @@ def running_postgres(data_dir: Path | None = None) -> Iterator[PostgresServer]:
             "-E",
             "UTF8",
         ),
-        *(("--waldir", str(directory / "wal")) if data_dir else ()),
+        *(("--waldir", str(directory / "wal")) if data_dir and not wal_dir else ()),
+        *(("--waldir", str(wal_dir), "--wal-segsize", "1") if wal_dir else ()),
     ]
     server = PostgresServer(bin=bin_dir, directory=directory, port=0, data_dir=data_dir)
     try:

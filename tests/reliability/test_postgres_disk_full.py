@@ -7,7 +7,7 @@ The cluster's data directory is on a 64 MiB loop-mounted ext4 (`loopfs`, as the 
 test); its WAL is on the machine's disk (`initdb --waldir`), as on a server whose pg_wal has its own
 volume. That is the full disk a controller can ride out: a table or index cannot grow (SQLSTATE 53100,
 "could not extend file"), the transaction rolls back, the server stays up. A full WAL volume is another
-case, not tested here: PostgreSQL's manual says the server may then panic and shut down.
+case (test_postgres_wal_full.py): the server panics and shuts down.
 """
 
 from __future__ import annotations
