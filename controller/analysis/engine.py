@@ -85,8 +85,8 @@ def analyse(frame: Frame, as_of_ms: int | None = None, config: AnalysisConfig | 
     as_of = latest_shared_ms(frame) if as_of_ms is None else as_of_ms
     window = horizon(as_of, config)
     frame = frame.since(window.results_from_ms, window.readings_from_ms)
-    # A job with a record is judged by it, not also as a test named after it (jobs.py).
-    frame = frame.without(recorded_job_tests(frame)).canonical()
+    # A job whose record is an early death is judged by it, not also as a test named after it (jobs.py).
+    frame = frame.without(recorded_job_tests(frame, as_of, config)).canonical()
     if frame.size == 0:
         incidents = _job_verdicts(frame, as_of, judge_readings(frame, config), [], [], config)
         return Analysis(

@@ -66,23 +66,33 @@ class Episode:
     bar: float = 0.0
 
 
-def recorded_job_tests(frame: Frame) -> np.ndarray:
-    """Per result row: a provider job's own `job:<name>` result for a job that has a job record. The
-    record says it better (with its duration and whether tests ran), and counted as a test it would
-    make a test of a runner's set-up failures — flaky where that runner was sick."""
-    is_job_test = np.array([t.startswith(JOB_TEST_PREFIX) for t in frame.codes["test"].values] + [False])
-    candidates = is_job_test[frame.cols["test"]]
+def recorded_job_tests(frame: Frame, as_of_ms: int, config: AnalysisConfig) -> np.ndarray:
+    """Per result row: a provider job's own `job:<name>` result for a job that has a record and either
+    died early (the record says it better: its duration, that no test ran; as a test it would make one
+    of a runner's set-up failures) or brought its tests' results (which carry its failures already;
+    as a test it would count them twice, a flaky job for every flaky test). A job whose outcome is the
+    only word on its run stays a result: a runner whose jobs fail far beyond its pool's, with no test
+    report anywhere, is the result analysis's to find."""
+    candidates = _job_test_rows(frame)
     if not candidates.any() or frame.jobs.size == 0:
         return np.zeros(frame.size, bool)
-    found: np.ndarray = candidates & _has_record(frame)
+    table = job_table(frame, as_of_ms, config)
+    c = table.cols
+    said_better = (table.dead > 0) | (c["tests"] > 0) | _results_for(frame, c)
+    found: np.ndarray = candidates & _has_record(frame, c["job_id"][said_better], c["runner"][said_better])
     return found
 
 
-def _has_record(frame: Frame) -> np.ndarray:
+def _job_test_rows(frame: Frame) -> np.ndarray:
+    is_job_test = np.array([t.startswith(JOB_TEST_PREFIX) for t in frame.codes["test"].values] + [False])
+    found: np.ndarray = is_job_test[frame.cols["test"]]
+    return found
+
+
+def _has_record(frame: Frame, job_ids: np.ndarray, runner_ids: np.ndarray) -> np.ndarray:
     jobs, runners = frame.codes["job"], frame.codes["runner"]
     keys = {
-        (jobs.index.get(j, -2), runners.index.get(r, -2))
-        for j, r in zip(frame.jobs.cols["job_id"], frame.jobs.cols["runner"], strict=True)
+        (jobs.index.get(j, -2), runners.index.get(r, -2)) for j, r in zip(job_ids, runner_ids, strict=True)
     }
     width = len(runners.values) + 2
     wanted = np.array([j * width + r for j, r in keys if j >= 0 and r >= 0], np.int64)
@@ -120,7 +130,9 @@ def _results_for(frame: Frame, c: dict[str, np.ndarray]) -> np.ndarray:
     """Per job: whether any test result of that job on that runner was stored."""
     jobs, runners = frame.codes["job"], frame.codes["runner"]
     width = len(runners.values) + 2
-    have = np.unique(frame.cols["job"].astype(np.int64) * width + frame.cols["runner"])
+    # A provider job's own `job:<name>` result is the job, not a test it ran.
+    tests = ~_job_test_rows(frame)
+    have = np.unique(frame.cols["job"][tests].astype(np.int64) * width + frame.cols["runner"][tests])
     keys = np.array(
         [
             jobs.index.get(j, -2) * width + runners.index.get(r, -2)

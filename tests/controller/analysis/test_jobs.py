@@ -110,7 +110,8 @@ def test_a_mended_black_hole_is_resolved_once_its_jobs_reach_their_tests(seed: i
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
-def test_a_job_with_a_record_is_not_also_a_test(seed: int) -> None:
+def test_a_job_with_a_record_and_its_tests_is_not_also_a_test(seed: int) -> None:
+    # Every job here brought its tests' results or died early: its own result would count twice.
     fleet = build(seed, black_holes=(BH,), job_results=True)
     tests = {t["test_id"]: t for t in analyse(fleet.frame()).tests}
     assert not [t for t in tests if t.startswith("job:")]
