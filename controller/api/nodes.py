@@ -75,20 +75,19 @@ def _listing(rem: Remediator) -> list[NodeView]:
     if not placements:
         locate(placements, "")  # raises the NodeNotPlaced that says no placement is configured
     found: dict[str, NodeView] = {}
-    with rem.lock:  # `placement.calls` is the loop's record of what it asked: not mixed with these reads
-        for placement in placements.values():
-            for pool in sorted(placement.fleets):
-                fleet = placement.fleets[pool]
-                pods = placement.fleet_pods(fleet)
-                for state in placement.nodes(fleet):
-                    found.setdefault(state.name, view(fleet, state, pods.get(state.name, [])))
+    # No loop lock: reads change nothing, and each thread records its own calls (placement/kubernetes.py).
+    for placement in placements.values():
+        for pool in sorted(placement.fleets):
+            fleet = placement.fleets[pool]
+            pods = placement.fleet_pods(fleet)
+            for state in placement.nodes(fleet):
+                found.setdefault(state.name, view(fleet, state, pods.get(state.name, [])))
     return sorted(found.values(), key=lambda n: n.name)
 
 
 def _one(rem: Remediator, name: str) -> NodeView:
-    with rem.lock:
-        where = locate(rem.nodes.placements, name)
-        pods = where.placement.runner_pods(name, where.fleet)
+    where = locate(rem.nodes.placements, name)
+    pods = where.placement.runner_pods(name, where.fleet)
     shown = view(where.fleet, where.state, pods)
     with rem.engine.connect() as conn:
         shown.actions = audit.listing(conn, runner_id=f"node/{name}", limit=50)

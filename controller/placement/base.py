@@ -75,8 +75,12 @@ class Fleet:
 
 class Placement(Protocol):
     NAME: str
-    calls: list[ApiCall]
     fleets: dict[str, Fleet]  # by pool
+
+    @property
+    def calls(self) -> list[ApiCall]:
+        """The calls this thread made since it last cleared them (each thread keeps its own)."""
+        ...
 
     def close(self) -> None: ...
 

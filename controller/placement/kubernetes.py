@@ -9,6 +9,7 @@ them back; a node someone else cordoned has no label and is never uncordoned by 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,7 +51,9 @@ class KubernetesPlacement:
         client: Client | None = None,
     ) -> None:
         self.fleets = {pool: _fleet(pool, options) for pool, options in fleets.items()}
-        self.calls: list[ApiCall] = []
+        # Each thread records its own calls: the loop's audit entries list what the loop asked, and an
+        # operator's listing of nodes neither mixes its reads in nor waits for the loop to finish a pass.
+        self._record = threading.local()
         if client is None:
             # In a pod: the service account's token and CA; elsewhere the kubeconfig file and context.
             config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
@@ -58,6 +61,13 @@ class KubernetesPlacement:
             client = Client(single, timeout=httpx2.Timeout(timeout_s), field_manager="runnerctl")
         self.client = client
         self.clock: Callable[[], float] = time.time
+
+    @property
+    def calls(self) -> list[ApiCall]:
+        found: list[ApiCall] | None = getattr(self._record, "calls", None)
+        if found is None:
+            found = self._record.calls = []
+        return found
 
     def close(self) -> None:
         self.client.close()

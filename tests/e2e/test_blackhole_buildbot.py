@@ -60,6 +60,13 @@ def test_a_worker_failing_at_set_up_is_named_drained_and_its_builds_rerun_green(
 
         incident = sick_incident(loop, "w3")
         assert (incident["kind"], incident["dimension"]) == ("runner", "jobs")
+        # Named as soon as the evidence suffices (its second early death, where the analysis ran then);
+        # the incident grows to hold every build that died there.
+        incident = loop.wait_for(
+            "w3's incident holding its three builds",
+            lambda: (found := sick_incident(loop, "w3"))["jobs"]["early_deaths"] == 3 and found,
+            timeout=60,
+        )
         assert incident["jobs"]["early_deaths"] == 3 and incident["jobs"]["without_tests"] == 3
         failed = {str(b["buildid"]) for b in mine}
         assert {j["job_id"] for j in incident["affected_jobs"]} == failed

@@ -436,7 +436,7 @@ def test_explain_a_runner_with_readings_and_no_results(hostile: Controller) -> N
     found = response.json()
     assert (found["runner"], found["machine"], found["pool"]) == ("readings-only", None, None)
     assert found["pivot"]["runner"] == []
-    assert "no results from this runner yet" in found["what_would_flip"][-1]
+    assert "no test results from this runner yet" in found["what_would_flip"][-1]
 
 
 def test_a_token_in_the_query_never_reaches_the_log(hostile: Controller) -> None:
