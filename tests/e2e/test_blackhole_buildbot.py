@@ -43,6 +43,15 @@ def test_a_worker_failing_at_set_up_is_named_drained_and_its_builds_rerun_green(
     buildbot_venv: Path, tmp_path: Path
 ) -> None:
     with running_loop(tmp_path, buildbot_venv, sick=(), setup_fails=("w3",), env=ENV) as loop:
+        # As in a fleet that has run a while: each worker known (its agent has reported) before its
+        # builds' records arrive, which name only the worker and take the pool it is known by.
+        loop.wait_for(
+            "every worker's agent reported",
+            lambda: all(
+                loop.controller.get(f"/v1/runners/{w}").status_code == 200 for w in ("w1", "w2", "w3")
+            ),
+            timeout=60,
+        )
         loop.force_round(3)
         builds = loop.fleet.builds(complete="true")
         mine = [b for b in builds if loop.fleet.workername(b) == "w3"]
