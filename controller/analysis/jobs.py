@@ -127,10 +127,11 @@ def job_table(frame: Frame, as_of_ms: int, config: AnalysisConfig) -> JobTable:
 
 
 def _results_for(frame: Frame, c: dict[str, np.ndarray]) -> np.ndarray:
-    """Per job: whether any test result of that job on that runner was stored."""
+    """Per job: whether any test result of that job on that runner was stored. A provider's own
+    `job:<name>` result says the job ended, not that a test ran, wherever it is read (the full pass
+    and the screen alike)."""
     jobs, runners = frame.codes["job"], frame.codes["runner"]
     width = len(runners.values) + 2
-    # A provider job's own `job:<name>` result is the job, not a test it ran.
     tests = ~_job_test_rows(frame)
     have = np.unique(frame.cols["job"][tests].astype(np.int64) * width + frame.cols["runner"][tests])
     keys = np.array(

@@ -10,7 +10,8 @@ import pytest
 
 from common.timeutil import to_ms
 from controller.analysis.config import AnalysisConfig
-from controller.analysis.engine import Analysis, analyse
+from controller.analysis.engine import Analysis, analyse, latest_shared_ms
+from controller.analysis.jobs import find_episodes, job_table
 from tests.controller.analysis.jobfleet import build
 
 SEEDS = [1, 2, 3, 4, 5]
@@ -118,6 +119,19 @@ def test_a_job_with_a_record_and_its_tests_is_not_also_a_test(seed: int) -> None
     # Without records, a provider's job results stay what they were: tests named after the job.
     fleet.jobs = []
     assert [t for t in {t["test_id"] for t in analyse(fleet.frame()).tests} if t.startswith("job:")]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_the_screen_does_not_take_a_jobs_own_result_for_its_tests(seed: int) -> None:
+    """The service's screen judges jobs over the frame as loaded, `job:<name>` results and all (webhook
+    ingest stores one per job). A black hole failing without tests, not quickly, must be found there
+    as in the full pass: its own job result is no test run."""
+    fleet = build(seed, black_holes=(BH,), job_results=True, bad_tests=None, bad_duration_s=(400.0, 700.0))
+    frame, config = fleet.frame(), AnalysisConfig()
+    as_of = latest_shared_ms(frame)
+    table = job_table(frame, as_of, config)
+    assert [e.entity for e in find_episodes(table, as_of, config)] == [BH]
+    assert [i["entity"] for i in analyse(frame).incidents] == [BH]
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
