@@ -7,6 +7,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+# The pool of a runner that names none (a GitHub or GitLab webhook names no pool): one pool of peers.
+DEFAULT_POOL = "default"
+
 # Names are bounded, not pattern-checked: a regex per field per record cost a third of ingest time.
 # Clients that print names (runnerctl) strip control characters at output.
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -59,7 +62,7 @@ class RunnerIdentity(BaseModel):
         return self.machine or self.id
 
     def effective_pool(self) -> str:
-        return self.pool or "default"
+        return self.pool or DEFAULT_POOL
 
 
 class StoredIdentity(RunnerIdentity):

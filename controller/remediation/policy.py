@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.identity import DEFAULT_POOL
+
 Mode = Literal["observe", "approve", "auto"]
 
 
@@ -38,7 +40,9 @@ class Policy(BaseModel):
 
 
 def policy_for(pool: str | None, default_mode: str, overrides: dict[str, dict[str, Any]]) -> Policy:
-    found = overrides.get(pool or "", {})
+    # A runner stored with no pool is judged among its peers in pool "default" (effective_pool), and
+    # its operator names it so: `{"default": {"mode": "auto"}}` must reach it.
+    found = overrides.get(pool or DEFAULT_POOL, {})
     return Policy(**({"mode": default_mode} | found))
 
 

@@ -69,3 +69,9 @@ def test_policy_defaults_are_conservative_and_pools_override() -> None:
     assert (
         found.mode == "auto" and policy_for("mac", "observe", {"linux": {"mode": "auto"}}).mode == "observe"
     )
+
+
+def test_a_runner_with_no_pool_takes_the_default_pools_policy() -> None:
+    """Its jobs and results are judged in pool "default": the policy named so is its own."""
+    assert policy_for(None, "observe", {"default": {"mode": "auto"}}).mode == "auto"
+    assert policy_for(None, "observe", {"linux": {"mode": "auto"}}).mode == "observe"
