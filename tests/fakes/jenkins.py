@@ -131,6 +131,20 @@ class FakeJenkins(FakeServer):
             self.jobs[name] = Job(name, tests)
             return self.jobs[name]
 
+    def add_finished_build(
+        self, job: str, node: str, started_ms: int, duration_ms: int, result: str, cases: list[dict[str, Any]]
+    ) -> Build:
+        """A build that has already run (`cases` its JUnit report's, empty for none published), as if an
+        executor had taken it at `started_ms`: what a story needs whose builds run minutes."""
+        with self.lock:
+            found = self.jobs[job]
+            build = Build(
+                found.next_number, next(self._queue_ids), node, started_ms, duration_ms, result, cases
+            )
+            found.builds[build.number] = build
+            found.next_number += 1
+            return build
+
     def enqueue(self, job: str) -> int:
         with self.lock:
             item = QueueItem(next(self._queue_ids), job, int(time.time() * 1000))
