@@ -27,6 +27,7 @@ from controller.analysis.baseline import grouped, unique_pairs
 from controller.analysis.cofailing import CoFailingGroups
 from controller.analysis.config import AnalysisConfig
 from controller.analysis.frame import Frame
+from controller.analysis.jobs import JOB_TEST_PREFIX
 
 DAY_MS = 86_400_000
 # Separate streaks of failures, with passes between, that show a test run once per commit fails by
@@ -202,6 +203,11 @@ def _score_one(
     if interaction is not None:
         result["reason"] = interaction
         return result, keep
+    if result["test_id"].startswith(JOB_TEST_PREFIX):
+        # A provider's job without a test report: its failures tell where it ran (a sick runner), but a
+        # job failing now and then fails for a test it does not name, and a job is nothing to quarantine.
+        result["reason"] = "a CI job's own outcome, not a test: its flaky tests are what fail it"
+        return result, keep
     if (
         keep.size >= config.flake_min_executions
         and result["counted_failures"] >= config.flake_min_failures
@@ -265,6 +271,10 @@ def _flaky_beyond_the_noise(
     several are an interaction — not where that runner is the only one that runs it (a static shard's
     slow tests) — and failures bunched into a few hours are something that was down then."""
     healthy = [(result, keep) for result, keep in scored if result["verdict"] == "healthy"]
+    # A job's own outcome is no test: its failures are its tests', and would raise the noise.
+    healthy = [
+        (result, keep) for result, keep in healthy if not result["test_id"].startswith(JOB_TEST_PREFIX)
+    ]
     runs = sum(result["counted_executions"] for result, _ in healthy)
     if runs == 0:
         return
