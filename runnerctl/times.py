@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from common.durations import short_duration
+
 
 def shown_time(value: Any) -> Any:
     """An RFC 3339 time cut to whole seconds (cut, not rounded: a time never shows later than it was);
@@ -26,12 +28,7 @@ def shown_time(value: Any) -> Any:
 
 
 def shown_duration(seconds: Any) -> Any:
-    """A duration in seconds as `45s`, `3m18s`, `2h05m` (whole seconds, cut); anything else as given."""
+    """A duration in seconds as `45s`, `3m18s`, `2h05m` (common/durations.py); anything else as given."""
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
         return seconds
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return short_duration(seconds)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from common.durations import short_duration
 from common.plural import counted, noun
 from common.timeutil import from_ms, to_ms
 from controller.remediation.actions import CONTROLLER
@@ -88,13 +89,8 @@ def mode(action: dict[str, Any]) -> tuple[str, str]:
 
 
 def seconds(value: float) -> str:
-    """A duration as `45s`, `3m18s`, `2h05m`: what runnerctl shows for it too."""
-    whole = int(value)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    """A duration as runnerctl shows it too (`common/durations.py`)."""
+    return short_duration(value)
 
 
 FILTERS: dict[str, Callable[..., Any]] = {

@@ -23,7 +23,7 @@ from typing import Any
 import requests
 
 from tests.agent import agent_process
-from tests.e2e.buildbot import BuildbotError, BuildbotFleet, start_fleet
+from tests.e2e.buildbot import SUCCESS, BuildbotError, BuildbotFleet, start_fleet
 from tests.servers import Controller, running_controller
 
 TMPFS_BYTES = 512 * 1024
@@ -124,6 +124,22 @@ class Loop:
         raise AssertionError(
             f"timed out after {timeout:.0f} s waiting for {what}\n{self._verdicts()}\n--- controller log\n{log}"
         )
+
+    def reruns_green(self, failed: set[str], healthy: set[str]) -> None:
+        """Waits until each failed build was rebuilt once; asserts each rebuild ran green on a healthy
+        worker."""
+        reruns: list[dict[str, Any]] = self.wait_for(
+            "every failed build rerun",
+            lambda: (
+                (found := self.actions(action="rerun", status="done")) and len(found) == len(failed) and found
+            ),
+            timeout=60,
+        )
+        assert {a["job"] for a in reruns} == failed
+        for action in reruns:
+            request = int(action["detail"].rpartition("buildrequest:")[2])
+            build = self.fleet.wait_build_for_request(request, timeout=90)
+            assert (self.fleet.workername(build), build["results"]) in {(w, SUCCESS) for w in healthy}
 
     def _verdicts(self) -> str:
         """What the controller had concluded when a wait timed out: its incidents and its actions."""

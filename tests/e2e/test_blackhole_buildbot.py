@@ -84,18 +84,7 @@ def test_a_worker_failing_at_set_up_is_named_drained_and_its_builds_rerun_green(
         loop.wait_for("w3 paused in Buildbot", lambda: loop.paused()["w3"], timeout=60)
         assert loop.paused() == {"w1": False, "w2": False, "w3": True}
         assert "sick (jobs)" in loop.fleet.worker_states()["w3"]["pause_reason"]
-        reruns = loop.wait_for(
-            "every failed build rerun",
-            lambda: (
-                (found := loop.actions(action="rerun", status="done")) and len(found) == len(failed) and found
-            ),
-            timeout=60,
-        )
-        assert {a["job"] for a in reruns} == failed
-        for action in reruns:
-            request = int(action["detail"].rpartition("buildrequest:")[2])
-            build = loop.fleet.wait_build_for_request(request, timeout=90)
-            assert (loop.fleet.workername(build), build["results"]) in {("w1", SUCCESS), ("w2", SUCCESS)}
+        loop.reruns_green(failed, {"w1", "w2"})
 
         explained = loop.runnerctl("explain", "runner", "w3")
         assert explained.returncode == 0, explained.stderr

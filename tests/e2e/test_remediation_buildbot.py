@@ -93,18 +93,7 @@ def test_auto_mode_drains_reruns_and_clears(w3_sick: Loop) -> None:
     assert loop.paused() == {"w1": False, "w2": False, "w3": True}
 
     # Each failed build rebuilt exactly once, on a healthy worker, and green there.
-    reruns = loop.wait_for(
-        "every failed build rerun",
-        lambda: (
-            (found := loop.actions(action="rerun", status="done")) and len(found) == len(failed) and found
-        ),
-        timeout=60,
-    )
-    assert {a["job"] for a in reruns} == failed
-    for action in reruns:
-        request = int(action["detail"].rpartition("buildrequest:")[2])
-        build = loop.fleet.wait_build_for_request(request, timeout=90)
-        assert (loop.fleet.workername(build), build["results"]) in {("w1", SUCCESS), ("w2", SUCCESS)}
+    loop.reruns_green(failed, {"w1", "w2"})
 
     clearance = loop.wait_for(
         "the flake clearance", lambda: loop.controller.get("/v1/clearances").json()["items"], timeout=60
